@@ -1,0 +1,3 @@
+from scaletune.cli import main
+
+main()

@@ -1,0 +1,16 @@
+"""Built-in worker programs, found by name."""
+
+from __future__ import annotations
+
+from scaletune.algorithms._base import Algorithm, PreparedData
+from scaletune.spec import AlgorithmName
+
+__all__ = ["Algorithm", "PreparedData", "get_algorithm"]
+
+
+def get_algorithm(name: AlgorithmName) -> Algorithm:
+    if name is AlgorithmName.XGBOOST:
+        from scaletune.algorithms.xgboost import XGBoostAlgorithm
+
+        return XGBoostAlgorithm()
+    raise AssertionError(f"no algorithm registered for {name!r}")  # the enum is exhaustive

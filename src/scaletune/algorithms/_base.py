@@ -1,0 +1,68 @@
+"""What a built-in algorithm provides: its hyperparameters, checks, data preparation, program."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ValidationError
+
+from scaletune.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from scaletune.data import Table
+    from scaletune.spec import ChannelName, TrainingJobSpec
+    from scaletune.worker import WorkerProgram
+
+
+@dataclass(frozen=True)
+class PreparedData:
+    """Tables as the workers will read them, plus files to publish beside the model."""
+
+    tables: Mapping[ChannelName, Table]
+    artifact_files: Mapping[str, bytes] = field(default_factory=dict)
+
+
+class Algorithm(ABC):
+    hyperparameters_type: ClassVar[type[BaseModel]]
+    needs_xgboost_tracker: ClassVar[bool] = False
+
+    def parse_hyperparameters(self, raw: Mapping[str, Any]) -> BaseModel:
+        from scaletune.spec import describe_validation_error
+
+        try:
+            return self.hyperparameters_type.model_validate(dict(raw))
+        except ValidationError as exc:
+            raise InvalidInputError(_prefixed(describe_validation_error(exc))) from None
+
+    def check(self, spec: TrainingJobSpec) -> None:
+        """Refuse a job this algorithm cannot run, naming the bad value."""
+        self.check_job(spec, self.parse_hyperparameters(spec.hyperparameters))
+
+    def check_job(self, spec: TrainingJobSpec, hyperparameters: BaseModel) -> None:  # noqa: B027
+        """Checks across spec and hyperparameters; none by default."""
+
+    def prepare_data(
+        self, hyperparameters: BaseModel, tables: Mapping[ChannelName, Table]
+    ) -> PreparedData:
+        """Controller-side preparation on whole channels, before they are sharded."""
+        return PreparedData(tables)
+
+    @property
+    @abstractmethod
+    def program(self) -> WorkerProgram:
+        """The module-level function each worker runs."""
+
+
+def _prefixed(message: str) -> str:
+    """Name hyperparameter problems by their full key: `hyperparameters.eta`."""
+    parts = []
+    for part in message.split("; "):
+        if part.startswith(("unknown key '", "missing key '")):
+            head, _, rest = part.partition("'")
+            parts.append(f"{head}'hyperparameters.{rest}")
+        else:
+            parts.append(f"hyperparameters.{part}")
+    return "; ".join(parts)

@@ -1,0 +1,69 @@
+"""A handle on one training job, running here or recorded in the store."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import pandas as pd
+
+from scaletune.store import Store, TrainingJobRecord
+from scaletune.training import reconcile_orphan
+
+
+class TrainingJob:
+    def __init__(
+        self,
+        job_id: str,
+        store: Store,
+        *,
+        thread: threading.Thread | None = None,
+        stop_event: threading.Event | None = None,
+        worker_pids: Callable[[], list[int]] | None = None,
+    ) -> None:
+        self.id = job_id
+        self._store = store
+        self._thread = thread
+        self._stop_event = stop_event
+        self._worker_pids = worker_pids or list
+
+    def describe(self) -> TrainingJobRecord:
+        record = self._store.get_training_job(self.id)
+        if self._thread is None:  # not run by this process: its controller may be gone
+            record = reconcile_orphan(self._store, record, time.time())
+        return record
+
+    def metrics(self, name: str | None = None) -> pd.DataFrame:
+        """One row per reported point: name, step, value, time (UTC)."""
+        points = self._store.metrics(self.id, name)
+        frame = pd.DataFrame(
+            [(p.name, p.step, p.value, p.time) for p in points],
+            columns=["name", "step", "value", "time"],
+        )
+        frame["time"] = pd.to_datetime(frame["time"], unit="s", utc=True)
+        return frame
+
+    def wait(self, timeout: float | None = None) -> TrainingJobRecord:
+        """Block until the job ends; Ctrl-C while waiting stops the job."""
+        if self._thread is not None:
+            try:
+                self._thread.join(timeout)
+            except KeyboardInterrupt:
+                self.stop()
+                self._thread.join()
+                raise
+            if self._thread.is_alive():
+                raise TimeoutError(f"training job {self.id!r} still running after {timeout} s")
+        return self.describe()
+
+    def stop(self) -> None:
+        """Ask the job to stop; its controller ends the workers and records it as Stopped."""
+        if self._stop_event is not None:
+            self._stop_event.set()
+        self._store.request_stop(self.id)
+
+    @property
+    def worker_pids(self) -> list[int]:
+        """Process ids of the running workers (empty when not running here)."""
+        return self._worker_pids()

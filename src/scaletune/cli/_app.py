@@ -1,0 +1,186 @@
+"""The `scaletune` command."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Annotated, NoReturn
+
+import typer
+from rich.console import Console
+
+from scaletune.api import Session
+from scaletune.cli._render import job_summary, jobs_table, print_json
+from scaletune.errors import InvalidInputError, ScaletuneError, StoreError
+from scaletune.spec import (
+    BuiltinDataset,
+    ChannelName,
+    TrainingJobSpec,
+    load_training_spec,
+    training_spec_from_dict,
+)
+from scaletune.store import JobStatus, TrainingJobRecord
+from scaletune.training import JobPaths, reconcile_orphan
+
+app = typer.Typer(
+    name="scaletune", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+    help="Distributed training jobs and automatic model tuning, on your own machines.",
+)
+jobs_app = typer.Typer(no_args_is_help=True, help="Look at and stop training jobs.")
+app.add_typer(jobs_app, name="jobs")
+
+err = Console(stderr=True)
+out = Console()
+
+StoreOption = Annotated[
+    str | None,
+    typer.Option("--store", envvar="SCALETUNE_STORE",
+                 help="SQLite file or database URL (default: ~/.local/share/scaletune)."),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the job record as JSON.")]
+
+
+@app.command()
+def train(
+    file: Annotated[Path, typer.Argument(help="A TOML job file.")],
+    overrides: Annotated[list[str] | None, typer.Option(
+        "--set", help="Override a key: --set instance_count=1 --set hyperparameters.eta=0.1")] = None,
+    json_output: JsonOption = False,
+    store: StoreOption = None,
+) -> None:
+    """Run a training job and print its summary."""
+    spec = load_training_spec(file, overrides or ())
+    _run_job(spec, store, json_output)
+
+
+@app.command()
+def demo(
+    workers: Annotated[int, typer.Option(help="Number of workers.")] = 3,
+    json_output: JsonOption = False,
+    store: StoreOption = None,
+) -> None:
+    """Train distributed XGBoost on scikit-learn's bundled breast cancer data (offline)."""
+    channel = {"dataset": BuiltinDataset.BREAST_CANCER.value}
+    spec = training_spec_from_dict({
+        "name": "demo",
+        "algorithm": "xgboost",
+        "instance_count": workers,
+        "hyperparameters": {"num_round": 50, "eta": 0.3, "max_depth": 4,
+                            "objective": "binary:logistic", "eval_metric": ["auc", "logloss"]},
+        "channels": {name.value: channel for name in ChannelName},
+    })
+    _run_job(spec, store, json_output)
+
+
+@jobs_app.command("list")
+def jobs_list(
+    status: Annotated[JobStatus | None, typer.Option(help="Only jobs with this status.")] = None,
+    limit: Annotated[int, typer.Option(min=1, help="At most this many, newest first.")] = 20,
+    json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    store: StoreOption = None,
+) -> None:
+    """List training jobs, newest first."""
+    with Session(store) as session:
+        now = time.time()
+        records = [reconcile_orphan(session.store, record, now)
+                   for record in session.store.list_training_jobs(status=status, limit=limit)]
+    if json_output:
+        print_json([record.to_json_dict() for record in records])
+    else:
+        jobs_table(out, records)
+
+
+@jobs_app.command("show")
+def jobs_show(job_id: str, json_output: JsonOption = False, store: StoreOption = None) -> None:
+    """Show one training job."""
+    with Session(store) as session:
+        record = reconcile_orphan(session.store, session.store.get_training_job(job_id), time.time())
+    _show(record, json_output)
+
+
+@jobs_app.command("logs")
+def jobs_logs(
+    job_id: str,
+    worker: Annotated[int, typer.Option(min=0, help="Which worker's log (rank).")] = 0,
+    store: StoreOption = None,
+) -> None:
+    """Print a worker's log."""
+    with Session(store) as session:
+        record = session.store.get_training_job(job_id)
+    if worker >= record.instance_count:
+        raise InvalidInputError(
+            f"--worker {worker}: job {job_id!r} has workers 0 to {record.instance_count - 1}")
+    log = JobPaths(logs=Path(record.log_dir or ""), artifact=Path()).log_path(worker)
+    if not log.exists():
+        raise InvalidInputError(f"job {job_id!r} has no log for worker {worker} at {str(log)!r}")
+    sys.stdout.write(log.read_text(encoding="utf-8", errors="replace"))
+
+
+@jobs_app.command("stop")
+def jobs_stop(job_id: str, store: StoreOption = None) -> None:
+    """Stop a running training job (its controller ends the workers)."""
+    with Session(store) as session:
+        record = session.store.get_training_job(job_id)
+        if record.status.is_terminal:
+            out.print(f"job {job_id} already ended: {record.status.value}")
+            return
+        session.store.request_stop(job_id)
+        record = reconcile_orphan(session.store, session.store.get_training_job(job_id), time.time())
+    out.print(f"stop requested for job {job_id} (status {record.status.value})")
+
+
+def _run_job(spec: TrainingJobSpec, store: str | None, json_output: bool) -> None:
+    with Session(store, backend=None) as session:
+        session.backend.warm_pool = False  # one job per command: nothing to keep warm
+        job = session.controller.prepare(spec)
+        if not json_output:
+            err.print(f"job {job.id}: {spec.instance_count} worker(s), algorithm {spec.algorithm}")
+        try:
+            record = session.controller.run(job)
+        except KeyboardInterrupt:
+            record = session.store.get_training_job(job.id)
+            _show(record, json_output)
+            raise typer.Exit(130) from None
+    _show(record, json_output)
+    if record.status is not JobStatus.COMPLETED:
+        raise typer.Exit(1)
+
+
+def _show(record: TrainingJobRecord, json_output: bool) -> None:
+    if json_output:
+        print_json(record.to_json_dict())
+    else:
+        job_summary(out, record)
+
+
+def _terminate_as_interrupt(signum: int, frame: FrameType | None) -> NoReturn:
+    raise KeyboardInterrupt
+
+
+def main() -> None:
+    """Entry point: project errors become one line on stderr (exit 2 for bad input)."""
+    signal.signal(signal.SIGTERM, _terminate_as_interrupt)  # `timeout`, `kill`: clean up too
+    try:
+        app(standalone_mode=False)
+    except (InvalidInputError, StoreError) as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except ScaletuneError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(1)
+    except click_exceptions() as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+def click_exceptions() -> type[Exception]:
+    import click
+
+    return click.ClickException

@@ -1,0 +1,64 @@
+"""How records look on a terminal and as JSON."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from scaletune.store import JobStatus, TrainingJobRecord
+
+_STATUS_STYLE = {
+    JobStatus.COMPLETED: "green",
+    JobStatus.FAILED: "red",
+    JobStatus.STOPPED: "yellow",
+    JobStatus.IN_PROGRESS: "cyan",
+    JobStatus.PENDING: "white",
+}
+
+
+def print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, allow_nan=False) + "\n")
+
+
+def job_summary(console: Console, record: TrainingJobRecord) -> None:
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    style = _STATUS_STYLE[record.status]
+    table.add_row("job", record.id)
+    table.add_row("status", f"[{style}]{record.status.value}[/{style}]")
+    if record.failure_reason:
+        table.add_row("reason", record.failure_reason)
+    table.add_row("algorithm", record.algorithm)
+    table.add_row("workers", str(record.instance_count))
+    if record.wall_seconds is not None and record.billable_seconds is not None:
+        table.add_row("wall time", f"{record.wall_seconds:.2f} s")
+        table.add_row("billable", f"{record.billable_seconds:.2f} worker-seconds")
+    for name, value in sorted(record.final_metrics.items()):
+        table.add_row(name, f"{value:.6g}")
+    if record.artifact:
+        table.add_row("model", record.artifact)
+    if record.log_dir:
+        table.add_row("logs", record.log_dir)
+    console.print(table)
+
+
+def jobs_table(console: Console, records: list[TrainingJobRecord]) -> None:
+    table = Table("id", "status", "algorithm", "workers", "wall s", "billable s", "metrics")
+    for record in records:
+        style = _STATUS_STYLE[record.status]
+        metrics = ", ".join(f"{k}={v:.4g}" for k, v in sorted(record.final_metrics.items()))
+        table.add_row(
+            record.id, f"[{style}]{record.status.value}[/{style}]", record.algorithm,
+            str(record.instance_count), _seconds(record.wall_seconds),
+            _seconds(record.billable_seconds), metrics,
+        )
+    console.print(table)
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"

@@ -1,0 +1,213 @@
+"""Worker groups as local processes, with a warm pool of workers that have done their imports."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+
+from scaletune.errors import WorkerStartError
+from scaletune.worker import Exited, Ready, WorkerEvent, WorkerTask
+
+DEFAULT_PRELOAD = ("numpy", "pandas", "xgboost", "scaletune.algorithms")
+KILL_GRACE_SECONDS = 2.0
+
+
+@dataclass
+class _Worker:
+    process: subprocess.Popen[bytes]
+    conn: Connection
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def alive(self) -> bool:
+        return self.process.poll() is None and not self.conn.closed
+
+
+class LocalBackend:
+    """Places each job's N workers as processes on this machine.
+
+    With `warm_pool`, workers that finished a job cleanly wait for the next one, so a job
+    of a size seen before starts without spawning or importing anything.
+    """
+
+    def __init__(
+        self,
+        *,
+        warm_pool: bool = True,
+        max_idle_workers: int = 8,
+        preload: tuple[str, ...] = DEFAULT_PRELOAD,
+        start_timeout_seconds: float = 120.0,
+    ) -> None:
+        self.warm_pool = warm_pool
+        self.max_idle_workers = max_idle_workers
+        self._preload = preload
+        self._start_timeout = start_timeout_seconds
+        self._idle: list[_Worker] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        self._finalizer = weakref.finalize(self, _stop_pool, self._idle)
+
+    @property
+    def idle_pids(self) -> list[int]:
+        with self._lock:
+            return [worker.pid for worker in self._idle]
+
+    def launch(self, tasks: Sequence[WorkerTask]) -> WorkerGroup:
+        workers = self._acquire(len(tasks))
+        group = WorkerGroup(self, workers)
+        try:
+            for worker, task in zip(workers, tasks, strict=True):
+                worker.conn.send(task)
+        except BaseException:
+            group.kill()
+            raise
+        return group
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+        self._finalizer()
+
+    def __enter__(self) -> LocalBackend:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _acquire(self, count: int) -> list[_Worker]:
+        with self._lock:
+            if self._closed:
+                raise WorkerStartError("this backend is closed")
+            self._idle[:] = [worker for worker in self._idle if worker.alive()]
+            taken, self._idle[:] = self._idle[:count], self._idle[count:]
+        return taken + self._spawn(count - len(taken))
+
+    def _spawn(self, count: int) -> list[_Worker]:
+        workers = []
+        try:
+            for _ in range(count):  # start all first, then wait: imports run in parallel
+                ours, theirs = socket.socketpair()
+                with theirs:
+                    process = subprocess.Popen(
+                        [sys.executable, "-m", "scaletune.cluster._process",
+                         str(theirs.fileno()), str(os.getpid())],
+                        pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
+                    )
+                worker = _Worker(process, Connection(ours.detach()))
+                workers.append(worker)
+                worker.conn.send((list(sys.path), self._preload))
+            deadline = time.monotonic() + self._start_timeout
+            for worker in workers:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not worker.conn.poll(remaining):
+                    raise WorkerStartError(
+                        f"a worker did not start within {self._start_timeout:.0f} s"
+                    )
+                message = worker.conn.recv()
+                if not isinstance(message, Ready):
+                    raise WorkerStartError(f"a worker started with {message!r} instead of Ready")
+        except (EOFError, OSError) as exc:
+            _stop_workers(workers)
+            raise WorkerStartError(f"a worker process died while starting: {exc}") from None
+        except BaseException:
+            _stop_workers(workers)
+            raise
+        return workers
+
+    def _give_back(self, workers: Sequence[_Worker]) -> None:
+        keep: list[_Worker] = []
+        with self._lock:
+            if self.warm_pool and not self._closed:
+                room = self.max_idle_workers - len(self._idle)
+                keep = [worker for worker in workers if worker.alive()][: max(room, 0)]
+                self._idle.extend(keep)
+        _stop_workers([worker for worker in workers if worker not in keep])
+
+
+class WorkerGroup:
+    """The N workers of one job, which live and die as one."""
+
+    def __init__(self, backend: LocalBackend, workers: list[_Worker]) -> None:
+        self._backend = backend
+        self._workers = workers
+        self._done: set[int] = set()
+        self._ended = False
+
+    @property
+    def pids(self) -> list[int]:
+        return [worker.pid for worker in self._workers]
+
+    def poll(self, timeout: float) -> list[WorkerEvent]:
+        """Messages from the workers, or Exited for each one that died; waits up to `timeout`."""
+        watched: dict[object, int] = {}
+        for rank, worker in enumerate(self._workers):
+            if rank not in self._done:
+                watched[worker.conn] = rank
+        if not watched:
+            return []
+        events: list[WorkerEvent] = []
+        dead: set[int] = set()
+        # A worker that dies closes its end of the socket: the connection turns readable.
+        for ready in wait(list(watched), timeout=max(timeout, 0.0)):
+            rank = watched[ready]
+            worker = self._workers[rank]
+            try:
+                while worker.conn.poll():
+                    events.append(worker.conn.recv())
+            except (EOFError, OSError):
+                dead.add(rank)
+        for rank in sorted(dead):
+            self._done.add(rank)
+            process = self._workers[rank].process
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(KILL_GRACE_SECONDS)
+            events.append(Exited(rank, process.returncode))
+        return events
+
+    def release(self) -> None:
+        """The job ended cleanly: workers go back to the pool."""
+        if not self._ended:
+            self._ended = True
+            self._backend._give_back(self._workers)
+
+    def kill(self) -> None:
+        """End every worker now: SIGTERM, then SIGKILL for any stuck in a collective."""
+        if not self._ended:
+            self._ended = True
+            _stop_workers(self._workers, polite=False)
+
+
+def _stop_pool(idle: list[_Worker]) -> None:
+    stopping, idle[:] = list(idle), []
+    _stop_workers(stopping)
+
+
+def _stop_workers(workers: Sequence[_Worker], polite: bool = True) -> None:
+    """Stop processes: idle ones are asked to leave; busy or stuck ones are terminated, then killed."""
+    workers = list(workers)
+    for worker in workers:
+        with contextlib.suppress(OSError, ValueError):
+            if polite and worker.alive():
+                worker.conn.send(None)
+            else:
+                worker.process.terminate()
+    deadline = time.monotonic() + KILL_GRACE_SECONDS
+    for worker in workers:
+        try:
+            worker.process.wait(max(deadline - time.monotonic(), 0.0))
+        except subprocess.TimeoutExpired:
+            worker.process.kill()  # stuck in a collective: SIGTERM is not enough
+            worker.process.wait()
+        with contextlib.suppress(OSError, ValueError):
+            worker.conn.close()

@@ -1,0 +1,90 @@
+"""The main loop of one worker process: import once, then run task after task (the warm pool).
+
+Started as `python -m scaletune.cluster._process FD PARENT_PID`, where FD is this end of a
+socketpair, so a worker never re-imports the controller's __main__ (a script without an
+`if __name__ == "__main__"` guard still works).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Iterator
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from scaletune.worker import Failed, Finished, Ready, WorkerContext, WorkerTask
+
+PARENT_CHECK_SECONDS = 0.5
+
+
+def serve(conn: Connection, parent_pid: int) -> None:
+    # Ctrl-C reaches the whole process group; the controller decides what happens to workers.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _exit_with_parent(parent_pid)
+    sys_path, preload = conn.recv()
+    sys.path[:] = list(sys_path)  # task programs are pickled by reference to their module
+    for module in preload:
+        importlib.import_module(module)
+    conn.send(Ready(os.getpid()))
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            return
+        if task is None:
+            return
+        conn.send(_run(task, conn))
+
+
+def _run(task: WorkerTask, conn: Connection) -> Finished | Failed:
+    with _output_to(task.log_path):
+        try:
+            task.program(WorkerContext(task, send=conn.send))
+        except BaseException as exc:  # the job fails with this worker's error, whatever it is
+            trace = traceback.format_exc()
+            print(trace, file=sys.stderr, flush=True)
+            return Failed(task.rank, f"{type(exc).__name__}: {exc}", trace)
+    return Finished(task.rank)
+
+
+@contextlib.contextmanager
+def _output_to(log_path: Path) -> Iterator[None]:
+    """Send this process's stdout and stderr (native libraries' too) to the job's log file."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+
+
+def _exit_with_parent(parent_pid: int) -> None:
+    """A worker never outlives its controller, even one killed with SIGKILL."""
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(PARENT_CHECK_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="scaletune-parent-watch", daemon=True).start()
+
+
+if __name__ == "__main__":
+    serve(Connection(int(sys.argv[1])), int(sys.argv[2]))

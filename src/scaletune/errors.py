@@ -1,0 +1,25 @@
+"""Project exceptions. Every message names the bad value, on one line."""
+
+from __future__ import annotations
+
+
+class ScaletuneError(Exception):
+    """Base of every error scaletune raises on purpose."""
+
+
+class InvalidInputError(ScaletuneError):
+    """A user-supplied value (spec, data, option) is wrong. The CLI exits with code 2."""
+
+
+class JobNotFoundError(InvalidInputError):
+    def __init__(self, job_id: str) -> None:
+        super().__init__(f"no training job with id {job_id!r}")
+        self.job_id = job_id
+
+
+class StoreError(ScaletuneError):
+    """The store cannot be opened or used (bad URL, schema version mismatch)."""
+
+
+class WorkerStartError(ScaletuneError):
+    """Worker processes could not be started."""

@@ -1,0 +1,109 @@
+"""The one place where users' text (TOML files, --set overrides, Python dicts) becomes specs."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from scaletune.errors import InvalidInputError
+from scaletune.spec._training import TrainingJobSpec
+
+_PATH_KEYS = ("path", "dataset_file")
+
+
+def load_training_spec(
+    file: Path | str, overrides: Iterable[str] = ()
+) -> TrainingJobSpec:
+    """Read a TOML job file; relative paths in it are relative to the file's folder."""
+    file = Path(file)
+    try:
+        raw = tomllib.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InvalidInputError(f"job file {str(file)!r} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"job file {str(file)!r} cannot be read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidInputError(f"job file {str(file)!r} is not valid TOML: {exc}") from None
+    for override in overrides:
+        apply_override(raw, override)
+    return training_spec_from_dict(raw, base_dir=file.resolve().parent)
+
+
+def training_spec_from_dict(
+    raw: Mapping[str, Any], base_dir: Path | None = None
+) -> TrainingJobSpec:
+    data = _resolve_paths(dict(raw), base_dir or Path.cwd())
+    try:
+        return TrainingJobSpec.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidInputError(describe_validation_error(exc)) from None
+
+
+def apply_override(raw: dict[str, Any], override: str) -> None:
+    """Apply one `dotted.key=value`; the value is read as a TOML literal, else kept as text."""
+    key, sep, text = override.partition("=")
+    if not sep or not key.strip():
+        raise InvalidInputError(f"override {override!r} is not of the form key=value")
+    parts = [part.strip() for part in key.split(".")]
+    if any(not part for part in parts):
+        raise InvalidInputError(f"override key {key!r} has an empty part")
+    target = raw
+    for part in parts[:-1]:
+        child = target.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise InvalidInputError(f"override key {key!r}: {part!r} is not a table")
+        target = child
+    target[parts[-1]] = parse_value(text.strip())
+
+
+def parse_value(text: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """Every problem on one line, each naming the key and the value given."""
+    problems = []
+    for error in exc.errors():
+        location = ".".join(str(part) for part in error["loc"])
+        if error["type"] == "extra_forbidden":
+            problems.append(f"unknown key {location!r}")
+        elif error["type"] == "missing":
+            problems.append(f"missing key {location!r}")
+        else:
+            message = error["msg"].removeprefix("Value error, ")
+            where = f"{location}: " if location else ""
+            shown = error.get("input")
+            got = "" if isinstance(shown, dict) else f" (got {shown!r})"
+            problems.append(f"{where}{message}{got}")
+    return "; ".join(problems)
+
+
+def _resolve_paths(raw: dict[str, Any], base_dir: Path) -> dict[str, Any]:
+    channels = raw.get("channels")
+    if isinstance(channels, dict):
+        resolved = {}
+        for name, channel in channels.items():
+            if isinstance(channel, str):  # shorthand: `train = "data/train.csv"`
+                channel = {"path": channel}
+            if isinstance(channel, dict):
+                channel = dict(channel)
+                for key in _PATH_KEYS:
+                    if isinstance(channel.get(key), str):
+                        channel[key] = _absolute(channel[key], base_dir)
+            resolved[name] = channel
+        raw["channels"] = resolved
+    if isinstance(raw.get("output_path"), str):
+        raw["output_path"] = _absolute(raw["output_path"], base_dir)
+    return raw
+
+
+def _absolute(value: str, base_dir: Path) -> Path:
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else (base_dir / path).resolve()

@@ -1,0 +1,130 @@
+"""The typed description of a training job. Users' strings become these objects in the loader."""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+HyperparameterValue = bool | int | float | str | list[str]
+
+
+class AlgorithmName(StrEnum):
+    XGBOOST = "xgboost"
+
+
+class DistributionStrategy(StrEnum):
+    ALLREDUCE = "allreduce"
+    PARAMETER_SERVER = "parameter_server"
+
+
+class SyncMode(StrEnum):
+    SYNC = "sync"
+    ASYNC = "async"
+
+
+class ChannelName(StrEnum):
+    TRAIN = "train"
+    VALIDATION = "validation"
+    TEST = "test"
+
+
+class ShardingMode(StrEnum):
+    SHARDED = "sharded"  # each worker reads about 1/N of the rows
+    REPLICATED = "replicated"  # every worker reads every row
+
+
+class BuiltinDataset(StrEnum):
+    BANK_MARKETING = "bank-marketing"
+    BREAST_CANCER = "breast-cancer"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
+
+
+class DistributionSpec(_Frozen):
+    strategy: DistributionStrategy = DistributionStrategy.ALLREDUCE
+    mode: SyncMode = SyncMode.SYNC
+
+
+class ChannelSpec(_Frozen):
+    """One data channel: a CSV file or folder (label first, no header), or a built-in dataset."""
+
+    path: Path | None = None
+    dataset: BuiltinDataset | None = None
+    dataset_file: Path | None = Field(
+        default=None, description="the raw file a built-in dataset is prepared from"
+    )
+    split: ChannelName | None = Field(
+        default=None, description="which split of a built-in dataset; the channel's name if unset"
+    )
+    distribution: ShardingMode | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ChannelSpec:
+        if (self.path is None) == (self.dataset is None):
+            raise ValueError("give exactly one of 'path' or 'dataset'")
+        if self.path is not None and (self.dataset_file is not None or self.split is not None):
+            raise ValueError("'dataset_file' and 'split' go with 'dataset', not with 'path'")
+        for name, value in (("path", self.path), ("dataset_file", self.dataset_file)):
+            if value is not None and not _readable(value):
+                raise ValueError(f"{name} {str(value)!r} does not exist or cannot be read")
+        return self
+
+
+def _readable(path: Path) -> bool:
+    try:
+        if path.is_dir():
+            return any(path.iterdir())
+        with path.open("rb"):
+            return True
+    except OSError:
+        return False
+
+
+_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,47})$")
+
+
+class TrainingJobSpec(_Frozen):
+    name: str | None = None
+    algorithm: AlgorithmName
+    hyperparameters: dict[str, HyperparameterValue] = Field(default_factory=dict)
+    instance_count: int = Field(default=1, ge=1, le=256)
+    distribution: DistributionSpec = Field(default_factory=DistributionSpec)
+    channels: dict[ChannelName, ChannelSpec]
+    output_path: Path | None = None
+    seed: int = Field(default=0, ge=0, le=2**31 - 1)
+    max_runtime_seconds: float = Field(default=86_400.0, gt=0)
+
+    @field_validator("name")
+    @classmethod
+    def _name_shape(cls, value: str | None) -> str | None:
+        if value is not None and not _NAME.match(value):
+            raise ValueError("use 1-48 letters, digits or '-', starting with a letter or digit")
+        return value
+
+    @field_validator("channels")
+    @classmethod
+    def _train_required(cls, value: dict[ChannelName, ChannelSpec]) -> dict[ChannelName, Any]:
+        if ChannelName.TRAIN not in value:
+            raise ValueError("missing channel 'train'")
+        return value
+
+    @model_validator(mode="after")
+    def _algorithm_accepts(self) -> TrainingJobSpec:
+        # Imported here: algorithms import this module for their own signatures.
+        from scaletune.algorithms import get_algorithm
+
+        get_algorithm(self.algorithm).check(self)
+        return self
+
+    def sharding(self, channel: ChannelName) -> ShardingMode:
+        """Training data is split across workers; evaluation data is whole on every worker."""
+        explicit = self.channels[channel].distribution
+        if explicit is not None:
+            return explicit
+        return ShardingMode.SHARDED if channel is ChannelName.TRAIN else ShardingMode.REPLICATED

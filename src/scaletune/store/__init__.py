@@ -1,0 +1,25 @@
+"""Jobs, metrics and decisions: SQLite by default, PostgreSQL by URL."""
+
+from scaletune.store._location import StoreLocation, default_home, resolve_store
+from scaletune.store._records import (
+    JobOutcome,
+    JobStatus,
+    MetricPoint,
+    NewTrainingJob,
+    TrainingJobRecord,
+)
+from scaletune.store._schema import SCHEMA_VERSION
+from scaletune.store._store import Store
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "JobOutcome",
+    "JobStatus",
+    "MetricPoint",
+    "NewTrainingJob",
+    "Store",
+    "StoreLocation",
+    "TrainingJobRecord",
+    "default_home",
+    "resolve_store",
+]

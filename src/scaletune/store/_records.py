@@ -1,0 +1,101 @@
+"""What the store holds, as typed records."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+
+class JobStatus(StrEnum):
+    PENDING = "Pending"
+    IN_PROGRESS = "InProgress"
+    COMPLETED = "Completed"
+    FAILED = "Failed"
+    STOPPED = "Stopped"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in (JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.STOPPED)
+
+
+@dataclass(frozen=True)
+class NewTrainingJob:
+    id: str
+    name: str | None
+    algorithm: str
+    spec: dict[str, Any]
+    hyperparameters: dict[str, Any]
+    instance_count: int
+    created_at: float
+    log_dir: str
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    status: JobStatus
+    start_time: float
+    end_time: float
+    wall_seconds: float
+    billable_seconds: float
+    final_metrics: dict[str, float]
+    failure_reason: str | None = None
+    artifact: str | None = None
+
+
+@dataclass(frozen=True)
+class TrainingJobRecord:
+    id: str
+    name: str | None
+    algorithm: str
+    status: JobStatus
+    spec: dict[str, Any]
+    hyperparameters: dict[str, Any]
+    instance_count: int
+    created_at: float
+    start_time: float | None
+    end_time: float | None
+    wall_seconds: float | None
+    billable_seconds: float | None
+    final_metrics: dict[str, float] = field(default_factory=dict)
+    failure_reason: str | None = None
+    artifact: str | None = None
+    log_dir: str | None = None
+    stop_requested: bool = False
+    controller_pid: int | None = None
+    controller_host: str | None = None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The job as scripts read it (`--json`): ISO 8601 times, plain values."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "status": self.status.value,
+            "algorithm": self.algorithm,
+            "instance_count": self.instance_count,
+            "hyperparameters": self.hyperparameters,
+            "created_time": _iso(self.created_at),
+            "start_time": _iso(self.start_time),
+            "end_time": _iso(self.end_time),
+            "wall_seconds": self.wall_seconds,
+            "billable_seconds": self.billable_seconds,
+            "final_metrics": self.final_metrics,
+            "failure_reason": self.failure_reason,
+            "artifact": self.artifact,
+            "log_dir": self.log_dir,
+            "stop_requested": self.stop_requested,
+            "spec": self.spec,
+        }
+
+
+@dataclass(frozen=True)
+class MetricPoint:
+    name: str
+    step: int
+    value: float
+    time: float
+
+
+def _iso(stamp: float | None) -> str | None:
+    return None if stamp is None else datetime.fromtimestamp(stamp, UTC).isoformat()

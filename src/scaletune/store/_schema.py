@@ -1,0 +1,65 @@
+"""Tables, in SQLAlchemy Core; the same on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+SCHEMA_VERSION = 1
+
+metadata = MetaData()
+
+meta = Table(
+    "scaletune_meta",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", String(256), nullable=False),
+)
+
+training_jobs = Table(
+    "training_jobs",
+    metadata,
+    Column("id", String(96), primary_key=True),
+    Column("name", String(64)),
+    Column("algorithm", String(32), nullable=False),
+    Column("status", String(16), nullable=False, index=True),
+    Column("spec", JSON, nullable=False),
+    Column("hyperparameters", JSON, nullable=False),
+    Column("instance_count", Integer, nullable=False),
+    Column("created_at", Float, nullable=False, index=True),
+    Column("start_time", Float),
+    Column("end_time", Float),
+    Column("wall_seconds", Float),
+    Column("billable_seconds", Float),
+    Column("final_metrics", JSON, nullable=False),
+    Column("failure_reason", Text),
+    Column("artifact", Text),
+    Column("log_dir", Text),
+    Column("stop_requested", Boolean, nullable=False, default=False),
+    Column("controller_pid", Integer),
+    Column("controller_host", String(255)),
+)
+
+metric_points = Table(
+    "metric_points",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("job_id", String(96), ForeignKey("training_jobs.id", ondelete="CASCADE"),
+           nullable=False),
+    Column("name", String(128), nullable=False),
+    Column("step", Integer, nullable=False),
+    Column("value", Float, nullable=False),
+    Column("time", Float, nullable=False),
+    Index("ix_metric_points_job_name_step", "job_id", "name", "step"),
+)

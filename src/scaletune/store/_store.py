@@ -1,0 +1,213 @@
+"""The single source of truth for jobs and metrics. Every write is one transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, insert, inspect, select, update
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
+
+from scaletune.errors import JobNotFoundError, StoreError
+from scaletune.store._records import (
+    JobOutcome,
+    JobStatus,
+    MetricPoint,
+    NewTrainingJob,
+    TrainingJobRecord,
+)
+from scaletune.store._schema import SCHEMA_VERSION, meta, metadata, metric_points, training_jobs
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+class Store:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._engine = _engine_for(url)
+        try:
+            self._open_schema()
+        except SQLAlchemyError as exc:
+            self._engine.dispose()
+            raise StoreError(f"cannot open store {_safe(url)!r}: {exc.__class__.__name__}: "
+                             f"{str(exc).splitlines()[0]}") from None
+        except StoreError:
+            self._engine.dispose()
+            raise
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- training jobs ---------------------------------------------------------------------
+
+    def create_training_job(self, job: NewTrainingJob) -> None:
+        with self._engine.begin() as conn:
+            conn.execute(insert(training_jobs).values(
+                id=job.id, name=job.name, algorithm=job.algorithm, status=JobStatus.PENDING.value,
+                spec=job.spec, hyperparameters=job.hyperparameters,
+                instance_count=job.instance_count, created_at=job.created_at, final_metrics={},
+                log_dir=job.log_dir, stop_requested=False,
+            ))
+
+    def mark_in_progress(self, job_id: str, start_time: float, pid: int, host: str) -> None:
+        with self._engine.begin() as conn:
+            conn.execute(update(training_jobs).where(training_jobs.c.id == job_id).values(
+                status=JobStatus.IN_PROGRESS.value, start_time=start_time,
+                controller_pid=pid, controller_host=host,
+            ))
+
+    def finish_training_job(self, job_id: str, outcome: JobOutcome) -> None:
+        if not outcome.status.is_terminal:
+            raise ValueError(f"{outcome.status} is not a final status")
+        with self._engine.begin() as conn:
+            conn.execute(update(training_jobs).where(training_jobs.c.id == job_id).values(
+                status=outcome.status.value, start_time=outcome.start_time,
+                end_time=outcome.end_time, wall_seconds=outcome.wall_seconds,
+                billable_seconds=outcome.billable_seconds, final_metrics=outcome.final_metrics,
+                failure_reason=outcome.failure_reason, artifact=outcome.artifact,
+            ))
+
+    def abandon_training_job(
+        self, job_id: str, status: JobStatus, reason: str, end_time: float
+    ) -> None:
+        """End a job whose controller is gone; a job that has ended meanwhile is left alone."""
+        terminal = [s.value for s in JobStatus if s.is_terminal]
+        with self._engine.begin() as conn:
+            conn.execute(update(training_jobs)
+                         .where(training_jobs.c.id == job_id,
+                                training_jobs.c.status.not_in(terminal))
+                         .values(status=status.value, end_time=end_time, failure_reason=reason))
+
+    def request_stop(self, job_id: str) -> TrainingJobRecord:
+        with self._engine.begin() as conn:
+            self._get(conn, job_id)
+            conn.execute(update(training_jobs).where(training_jobs.c.id == job_id)
+                         .values(stop_requested=True))
+            return self._get(conn, job_id)
+
+    def is_stop_requested(self, job_id: str) -> bool:
+        with self._engine.connect() as conn:
+            value = conn.execute(select(training_jobs.c.stop_requested)
+                                 .where(training_jobs.c.id == job_id)).scalar_one_or_none()
+        return bool(value)
+
+    def get_training_job(self, job_id: str) -> TrainingJobRecord:
+        with self._engine.connect() as conn:
+            return self._get(conn, job_id)
+
+    def list_training_jobs(
+        self, *, status: JobStatus | None = None, limit: int | None = None
+    ) -> list[TrainingJobRecord]:
+        query = select(training_jobs).order_by(training_jobs.c.created_at.desc(),
+                                               training_jobs.c.id.desc())
+        if status is not None:
+            query = query.where(training_jobs.c.status == status.value)
+        if limit is not None:
+            query = query.limit(limit)
+        with self._engine.connect() as conn:
+            return [_record(row._mapping) for row in conn.execute(query)]
+
+    # -- metrics ---------------------------------------------------------------------------
+
+    def append_metrics(self, job_id: str, points: Sequence[MetricPoint]) -> None:
+        if not points:
+            return
+        with self._engine.begin() as conn:
+            conn.execute(insert(metric_points), [
+                {"job_id": job_id, "name": p.name, "step": p.step, "value": p.value,
+                 "time": p.time}
+                for p in points
+            ])
+
+    def metrics(self, job_id: str, name: str | None = None) -> list[MetricPoint]:
+        query = (select(metric_points.c.name, metric_points.c.step, metric_points.c.value,
+                        metric_points.c.time)
+                 .where(metric_points.c.job_id == job_id)
+                 .order_by(metric_points.c.name, metric_points.c.step, metric_points.c.id))
+        if name is not None:
+            query = query.where(metric_points.c.name == name)
+        with self._engine.connect() as conn:
+            return [MetricPoint(row.name, row.step, row.value, row.time)
+                    for row in conn.execute(query)]
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _get(self, conn: Connection, job_id: str) -> TrainingJobRecord:
+        row = conn.execute(select(training_jobs).where(training_jobs.c.id == job_id)).first()
+        if row is None:
+            raise JobNotFoundError(job_id)
+        return _record(row._mapping)
+
+    def _open_schema(self) -> None:
+        with self._engine.begin() as conn:
+            if not inspect(conn).has_table(meta.name):
+                metadata.create_all(conn)
+                conn.execute(insert(meta).values(key="schema_version", value=str(SCHEMA_VERSION)))
+                return
+            found = conn.execute(select(meta.c.value).where(meta.c.key == "schema_version"))
+            version = found.scalar_one_or_none()
+        if version != str(SCHEMA_VERSION):
+            raise StoreError(
+                f"store {_safe(self.url)!r} has schema version {version}; this scaletune "
+                f"reads version {SCHEMA_VERSION}"
+            )
+
+
+def _engine_for(url: str) -> Engine:
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise StoreError(f"store {url!r} is not a database URL or a file path") from None
+    if parsed.get_backend_name() == "sqlite":
+        engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    if parsed.get_backend_name() == "postgresql":
+        if parsed.drivername == "postgresql":
+            parsed = parsed.set(drivername="postgresql+psycopg")
+        try:
+            return create_engine(parsed, pool_pre_ping=True)
+        except (ArgumentError, ImportError) as exc:
+            raise StoreError(f"store {_safe(url)!r}: {exc}") from None
+    raise StoreError(f"store {_safe(url)!r}: only sqlite and postgresql are supported")
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA journal_mode=WAL")
+    except Exception as exc:  # e.g. a read-only folder: report it as a store problem
+        raise OperationalError("PRAGMA journal_mode=WAL", {}, exc) from exc
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def _record(row: Any) -> TrainingJobRecord:
+    return TrainingJobRecord(
+        id=row["id"], name=row["name"], algorithm=row["algorithm"],
+        status=JobStatus(row["status"]), spec=row["spec"], hyperparameters=row["hyperparameters"],
+        instance_count=row["instance_count"], created_at=row["created_at"],
+        start_time=row["start_time"], end_time=row["end_time"],
+        wall_seconds=row["wall_seconds"], billable_seconds=row["billable_seconds"],
+        final_metrics=dict(row["final_metrics"] or {}), failure_reason=row["failure_reason"],
+        artifact=row["artifact"], log_dir=row["log_dir"],
+        stop_requested=bool(row["stop_requested"]), controller_pid=row["controller_pid"],
+        controller_host=row["controller_host"],
+    )
+
+
+def _safe(url: str) -> str:
+    """The URL without its password, for messages."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url

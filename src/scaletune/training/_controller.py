@@ -1,0 +1,230 @@
+"""A training job's life: check data, place workers, stream reports, finish, account."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from scaletune.algorithms import Algorithm, PreparedData, get_algorithm
+from scaletune.clock import Clock, SystemClock
+from scaletune.cluster import GroupRendezvous, LocalBackend, WorkerGroup
+from scaletune.data import TableFiles, load_channels
+from scaletune.spec import ShardingMode, TrainingJobSpec
+from scaletune.store import (
+    JobOutcome,
+    JobStatus,
+    MetricPoint,
+    NewTrainingJob,
+    Store,
+    TrainingJobRecord,
+)
+from scaletune.training._ids import new_job_id
+from scaletune.training._paths import JobPaths
+from scaletune.worker import ChannelShard, Exited, Failed, Finished, Report, WorkerTask
+
+
+@dataclass(frozen=True)
+class PreparedJob:
+    """A job whose inputs were checked and whose record exists (status Pending)."""
+
+    id: str
+    spec: TrainingJobSpec
+    algorithm: Algorithm
+    hyperparameters: BaseModel
+    data: PreparedData
+    paths: JobPaths
+
+
+@dataclass(frozen=True)
+class _Ending:
+    status: JobStatus
+    reason: str | None = None
+
+
+class TrainingController:
+    """Runs training jobs on a backend and records everything in the store."""
+
+    def __init__(
+        self,
+        store: Store,
+        backend: LocalBackend,
+        jobs_dir: Path,
+        *,
+        clock: Clock | None = None,
+        poll_seconds: float = 0.05,
+        stop_check_seconds: float = 0.5,
+    ) -> None:
+        self.store = store
+        self.backend = backend
+        self.jobs_dir = jobs_dir
+        self.clock = clock or SystemClock()
+        self.poll_seconds = poll_seconds
+        self.stop_check_seconds = stop_check_seconds
+
+    def prepare(self, spec: TrainingJobSpec) -> PreparedJob:
+        """Load and check every input; only then write the job (Pending) to the store."""
+        algorithm = get_algorithm(spec.algorithm)
+        hyperparameters = algorithm.parse_hyperparameters(spec.hyperparameters)
+        data = algorithm.prepare_data(hyperparameters, load_channels(spec))
+        now = self.clock.time()
+        job_id = new_job_id(spec.name or spec.algorithm.value, now)
+        paths = JobPaths.for_job(self.jobs_dir, job_id, spec)
+        self.store.create_training_job(NewTrainingJob(
+            id=job_id, name=spec.name, algorithm=spec.algorithm.value,
+            spec=spec.model_dump(mode="json"), hyperparameters=dict(spec.hyperparameters),
+            instance_count=spec.instance_count, created_at=now, log_dir=str(paths.logs),
+        ))
+        return PreparedJob(job_id, spec, algorithm, hyperparameters, data, paths)
+
+    def run(
+        self,
+        job: PreparedJob,
+        stop: threading.Event | None = None,
+        on_started: Callable[[WorkerGroup], None] | None = None,
+    ) -> TrainingJobRecord:
+        """Run to the end. Ctrl-C stops the job (status Stopped), then re-raises."""
+        stop = stop or threading.Event()
+        start_time, started = self.clock.time(), self.clock.monotonic()
+        self.store.mark_in_progress(job.id, start_time, os.getpid(), socket.gethostname())
+        scratch = Path(tempfile.mkdtemp(prefix=f"scaletune-{job.id}-"))
+        final_metrics: dict[str, float] = {}
+        group: WorkerGroup | None = None
+        rendezvous: GroupRendezvous | None = None
+        interrupted = False
+        try:
+            tasks, rendezvous = self._tasks(job, scratch)
+            group = self.backend.launch(tasks)
+            if on_started is not None:
+                on_started(group)
+            ending = self._supervise(job, group, stop, started, final_metrics)
+        except KeyboardInterrupt:
+            interrupted = True
+            ending = _Ending(JobStatus.STOPPED, "interrupted (Ctrl-C)")
+        except Exception as exc:
+            ending = _Ending(JobStatus.FAILED, f"controller error: {type(exc).__name__}: {exc}")
+        artifact = None
+        try:
+            completed = ending.status is JobStatus.COMPLETED
+            if group is not None:
+                group.release() if completed else group.kill()
+            if rendezvous is not None:
+                rendezvous.close(completed=completed)
+            if completed:
+                artifact = str(self._publish(job, scratch / "model"))
+        except Exception as exc:
+            ending = _Ending(JobStatus.FAILED, f"could not publish the model: {exc}")
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+            wall = self.clock.monotonic() - started
+            self.store.finish_training_job(job.id, JobOutcome(
+                status=ending.status, start_time=start_time, end_time=start_time + wall,
+                wall_seconds=wall, billable_seconds=job.spec.instance_count * wall,
+                final_metrics=final_metrics, failure_reason=ending.reason, artifact=artifact,
+            ))
+        if interrupted:
+            raise KeyboardInterrupt
+        return self.store.get_training_job(job.id)
+
+    def _tasks(self, job: PreparedJob, scratch: Path) -> tuple[list[WorkerTask], GroupRendezvous]:
+        shards = {
+            name.value: ChannelShard(
+                TableFiles.write(table, scratch / "data" / name.value),
+                sharded=job.spec.sharding(name) is ShardingMode.SHARDED,
+            )
+            for name, table in job.data.tables.items()
+        }
+        (scratch / "model").mkdir()
+        job.paths.logs.mkdir(parents=True, exist_ok=True)
+        world_size = job.spec.instance_count
+        rendezvous = GroupRendezvous(
+            world_size, xgboost_tracker=job.algorithm.needs_xgboost_tracker and world_size > 1
+        )
+        tasks = [
+            WorkerTask(
+                job_id=job.id, rank=rank, world_size=world_size, program=job.algorithm.program,
+                hyperparameters=job.hyperparameters, channels=shards,
+                model_dir=scratch / "model", log_path=job.paths.log_path(rank),
+                rendezvous=rendezvous.info, seed=job.spec.seed,
+            )
+            for rank in range(world_size)
+        ]
+        return tasks, rendezvous
+
+    def _supervise(
+        self,
+        job: PreparedJob,
+        group: WorkerGroup,
+        stop: threading.Event,
+        started: float,
+        final_metrics: dict[str, float],
+    ) -> _Ending:
+        deadline = started + job.spec.max_runtime_seconds
+        next_stop_check = started
+        finished: set[int] = set()
+        while len(finished) < job.spec.instance_count:
+            now = self.clock.monotonic()
+            pending: list[MetricPoint] = []
+            ending: _Ending | None = None
+            for event in group.poll(min(self.poll_seconds, max(deadline - now, 0.0))):
+                if isinstance(event, Report):
+                    for name, value in event.metrics.items():
+                        pending.append(MetricPoint(name, event.step, value, event.time))
+                        final_metrics[name] = value
+                elif isinstance(event, Finished):
+                    finished.add(event.rank)
+                elif isinstance(event, Failed):
+                    ending = ending or _Ending(
+                        JobStatus.FAILED, f"worker {event.rank} failed: {event.error}")
+                elif isinstance(event, Exited):
+                    ending = ending or _Ending(
+                        JobStatus.FAILED,
+                        f"worker {event.rank} exited unexpectedly ({_exit_text(event.exitcode)})")
+            self.store.append_metrics(job.id, pending)
+            if ending is not None:
+                return ending
+            now = self.clock.monotonic()
+            if stop.is_set():
+                return _Ending(JobStatus.STOPPED, "stop requested")
+            if now >= next_stop_check:
+                next_stop_check = now + self.stop_check_seconds
+                if self.store.is_stop_requested(job.id):
+                    return _Ending(JobStatus.STOPPED, "stop requested")
+            if now >= deadline:
+                return _Ending(
+                    JobStatus.STOPPED,
+                    f"max_runtime_seconds={job.spec.max_runtime_seconds:g} reached",
+                )
+        return _Ending(JobStatus.COMPLETED)
+
+    def _publish(self, job: PreparedJob, staged: Path) -> Path:
+        """Move the model into place in one step, so no half-written artefact is ever seen."""
+        for name, content in job.data.artifact_files.items():
+            (staged / name).write_bytes(content)
+        target = job.paths.artifact
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f".{target.name}.partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.copytree(staged, partial)
+        partial.rename(target)
+        return target
+
+
+def _exit_text(exitcode: int | None) -> str:
+    if exitcode is None:
+        return "exit status unknown"
+    if exitcode < 0:
+        import signal
+
+        try:
+            return f"killed by {signal.Signals(-exitcode).name}"
+        except ValueError:
+            return f"killed by signal {-exitcode}"
+    return f"exit code {exitcode}"

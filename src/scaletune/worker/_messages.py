@@ -1,0 +1,41 @@
+"""What a worker tells its controller. Plain frozen dataclasses: they cross a pipe (or Ray)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Ready:
+    pid: int
+
+
+@dataclass(frozen=True)
+class Report:
+    rank: int
+    step: int
+    metrics: dict[str, float]
+    time: float
+
+
+@dataclass(frozen=True)
+class Finished:
+    rank: int
+
+
+@dataclass(frozen=True)
+class Failed:
+    rank: int
+    error: str
+    traceback: str
+
+
+@dataclass(frozen=True)
+class Exited:
+    """The worker process ended (killed, crashed) without saying it finished."""
+
+    rank: int
+    exitcode: int | None
+
+
+WorkerEvent = Report | Finished | Failed | Exited

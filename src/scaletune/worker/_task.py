@@ -1,0 +1,91 @@
+"""A worker's assignment in one job, and the context its program runs with."""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from scaletune.data import Table, TableFiles, shard_bounds
+from scaletune.worker._messages import Report
+
+
+@dataclass(frozen=True)
+class Rendezvous:
+    """How the workers of one group find each other."""
+
+    master_addr: str
+    master_port: int
+    xgboost_tracker: Mapping[str, str | int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ChannelShard:
+    files: TableFiles
+    sharded: bool
+
+    def read(self, rank: int, world_size: int) -> Table:
+        n_rows = self.files.n_rows()
+        start, stop = shard_bounds(n_rows, world_size, rank) if self.sharded else (0, n_rows)
+        return self.files.read_rows(start, stop)
+
+
+# A worker program is a module-level function, so it pickles by reference.
+WorkerProgram = Callable[["WorkerContext"], None]
+
+
+@dataclass(frozen=True)
+class WorkerTask:
+    job_id: str
+    rank: int
+    world_size: int
+    program: WorkerProgram
+    hyperparameters: BaseModel
+    channels: Mapping[str, ChannelShard]
+    model_dir: Path  # only rank 0 writes here; the controller publishes it on success
+    log_path: Path
+    rendezvous: Rendezvous
+    seed: int
+
+
+class WorkerContext:
+    """What a worker program sees: its rank, its data, and one call to report metrics."""
+
+    def __init__(self, task: WorkerTask, send: Callable[[Report], None]) -> None:
+        self.task = task
+        self._send = send
+
+    @property
+    def rank(self) -> int:
+        return self.task.rank
+
+    @property
+    def world_size(self) -> int:
+        return self.task.world_size
+
+    @property
+    def is_chief(self) -> bool:
+        return self.task.rank == 0
+
+    @property
+    def model_dir(self) -> Path:
+        return self.task.model_dir
+
+    def channel(self, name: str) -> Table | None:
+        shard = self.task.channels.get(name)
+        return None if shard is None else shard.read(self.rank, self.world_size)
+
+    def report(self, step: int, **metrics: float) -> None:
+        """Send metrics for `step`; only rank 0's reports count (others would duplicate them)."""
+        if not self.is_chief:
+            return
+        finite = {name: float(value) for name, value in metrics.items() if math.isfinite(value)}
+        for name in metrics.keys() - finite.keys():
+            print(f"scaletune: dropped non-finite metric {name}={metrics[name]} at step {step}",
+                  file=sys.stderr, flush=True)
+        self._send(Report(self.rank, step, finite, time.time()))

@@ -1,0 +1,133 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from scaletune.cluster import LocalBackend, WorkerGroup
+from scaletune.worker import (
+    Exited,
+    Failed,
+    Finished,
+    Rendezvous,
+    Report,
+    WorkerEvent,
+    WorkerProgram,
+    WorkerTask,
+)
+from tests.cluster import programs
+from tests.conftest import pid_alive, wait_until
+
+
+class _NoHyperparameters(BaseModel):
+    pass
+
+
+def _tasks(program: WorkerProgram, world_size: int, logs: Path) -> list[WorkerTask]:
+    return [
+        WorkerTask(
+            job_id="test", rank=rank, world_size=world_size, program=program,
+            hyperparameters=_NoHyperparameters(), channels={}, model_dir=logs,
+            log_path=logs / f"worker-{rank}.log", rendezvous=Rendezvous("127.0.0.1", 0), seed=0,
+        )
+        for rank in range(world_size)
+    ]
+
+
+def _collect(group: WorkerGroup, until: type, count: int, timeout: float = 60) -> list[WorkerEvent]:
+    events: list[WorkerEvent] = []
+    deadline = time.monotonic() + timeout
+    while sum(isinstance(e, until) for e in events) < count:
+        assert time.monotonic() < deadline, f"no {count} {until.__name__} events: {events}"
+        events.extend(group.poll(0.1))
+    return events
+
+
+def test_workers_report_finish_and_are_reused(warm_backend: LocalBackend, tmp_path: Path) -> None:
+    group = warm_backend.launch(_tasks(programs.report_three_steps, 3, tmp_path))
+    first_pids = group.pids
+    events = _collect(group, Finished, 3)
+    reports = [e for e in events if isinstance(e, Report)]
+    assert [(r.rank, r.step) for r in reports] == [(0, 1), (0, 2), (0, 3)]  # rank 0 only
+    assert reports[0].metrics == {"loss": 1.0, "rank": 0.0}
+    group.release()
+    assert sorted(warm_backend.idle_pids) == sorted(first_pids)
+
+    again = warm_backend.launch(_tasks(programs.report_three_steps, 3, tmp_path))
+    assert sorted(again.pids) == sorted(first_pids)  # warm: no new processes
+    _collect(again, Finished, 3)
+    again.release()
+    log = (tmp_path / "worker-2.log").read_text()
+    assert "hello from rank 2 of 3" in log
+    assert "native stderr line" in log
+
+
+def test_a_raising_worker_fails_with_its_error_and_traceback(tmp_path: Path) -> None:
+    with LocalBackend(warm_pool=False, preload=()) as backend:
+        group = backend.launch(_tasks(programs.raise_on_rank_one, 3, tmp_path))
+        failed = [e for e in _collect(group, Failed, 1) if isinstance(e, Failed)][0]
+        assert failed.rank == 1
+        assert failed.error == "ValueError: bad shard on rank 1"
+        assert "raise_on_rank_one" in failed.traceback
+        pids = group.pids
+        group.kill()
+        assert not any(pid_alive(pid) for pid in pids)
+    assert "ValueError: bad shard on rank 1" in (tmp_path / "worker-1.log").read_text()
+
+
+def test_a_killed_worker_is_reported_as_exited(tmp_path: Path) -> None:
+    with LocalBackend(warm_pool=False, preload=()) as backend:
+        group = backend.launch(_tasks(programs.block_until_killed, 2, tmp_path))
+        _collect(group, Report, 1)
+        victim = group.pids[1]
+        subprocess.run(["kill", "-KILL", str(victim)], check=True)
+        exited = [e for e in _collect(group, Exited, 1) if isinstance(e, Exited)][0]
+        assert (exited.rank, exited.exitcode) == (1, -9)
+        group.kill()
+
+
+def test_a_worker_exiting_is_reported_with_its_code(tmp_path: Path) -> None:
+    with LocalBackend(warm_pool=False, preload=()) as backend:
+        group = backend.launch(_tasks(programs.exit_hard, 1, tmp_path))
+        exited = [e for e in _collect(group, Exited, 1) if isinstance(e, Exited)][0]
+        assert exited.exitcode == 3
+        group.kill()
+
+
+def test_workers_ignoring_sigterm_are_killed(tmp_path: Path) -> None:
+    with LocalBackend(warm_pool=False, preload=()) as backend:
+        group = backend.launch(_tasks(programs.ignore_sigterm_and_block, 2, tmp_path))
+        _collect(group, Report, 1)
+        pids = group.pids
+        group.kill()
+        assert not any(pid_alive(pid) for pid in pids)
+
+
+def test_workers_leave_when_their_controller_dies(tmp_path: Path) -> None:
+    controller = textwrap.dedent(f"""
+        import os, sys
+        sys.path[:0] = {sys.path!r}
+        from scaletune.cluster import LocalBackend
+        backend = LocalBackend(preload=())
+        group = backend.launch([])  # nothing to run; spawn idle workers instead
+        workers = backend._spawn(2)
+        print(*[w.pid for w in workers], flush=True)
+        os._exit(0)  # no cleanup at all, as after kill -9
+    """)
+    done = subprocess.run([sys.executable, "-c", controller], capture_output=True, text=True,
+                          check=True, timeout=120)
+    pids = [int(pid) for pid in done.stdout.split()]
+    assert len(pids) == 2
+    wait_until(lambda: not any(pid_alive(pid) for pid in pids), timeout=10)
+
+
+def test_closed_backends_refuse_work(tmp_path: Path) -> None:
+    backend = LocalBackend()
+    backend.close()
+    with pytest.raises(Exception, match="closed"):
+        backend.launch(_tasks(programs.report_three_steps, 1, tmp_path))

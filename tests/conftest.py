@@ -1,0 +1,106 @@
+"""Shared fixtures. Every test fails if it leaves processes, temp dirs or listening ports."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from scaletune.api import Session
+from scaletune.cluster import LocalBackend
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+BANK_MARKETING_FILE = SHARED_DATA / "bank-marketing" / "bank-additional-full.csv"
+
+_allowed_pids: set[int] = set()
+
+
+def _children() -> set[int]:
+    return {child.pid for child in psutil.Process().children(recursive=True)}
+
+
+def _listening() -> set[tuple[str, int]]:
+    return {
+        (conn.laddr.ip, conn.laddr.port)
+        for conn in psutil.Process().net_connections(kind="inet")
+        if conn.status == psutil.CONN_LISTEN
+    }
+
+
+@pytest.fixture(autouse=True)
+def no_leaks(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    scratch = tmp_path_factory.mktemp("tmpdir")
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    processes_before, ports_before = _children(), _listening()
+    yield
+    deadline = time.monotonic() + 5
+    leaked = _children() - processes_before - _allowed_pids
+    while leaked and time.monotonic() < deadline:
+        time.sleep(0.05)
+        leaked = _children() - processes_before - _allowed_pids
+    assert not leaked, f"test left processes running: {sorted(leaked)}"
+    assert not list(scratch.iterdir()), f"test left temp files: {list(scratch.iterdir())}"
+    assert not (_listening() - ports_before), "test left listening sockets"
+
+
+@pytest.fixture(scope="module")
+def warm_backend() -> Iterator[LocalBackend]:
+    """One warm pool for a test module: its idle workers are not leaks."""
+    backend = LocalBackend(max_idle_workers=4)
+    original = backend._give_back
+
+    def give_back_and_allow(workers):  # type: ignore[no-untyped-def]
+        original(workers)
+        _allowed_pids.update(backend.idle_pids)
+
+    backend._give_back = give_back_and_allow  # type: ignore[method-assign]
+    yield backend
+    backend.close()
+    _allowed_pids.clear()
+
+
+@pytest.fixture
+def store_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty store in a test's own folder; the CLI and Session() default to it too."""
+    path = tmp_path / "store" / "scaletune.db"
+    monkeypatch.setenv("SCALETUNE_STORE", str(path))
+    monkeypatch.setenv("SCALETUNE_HOME", str(tmp_path / "home"))
+    return path
+
+
+@pytest.fixture
+def session(store_path: Path, warm_backend: LocalBackend) -> Iterator[Session]:
+    with Session(store_path, backend=warm_backend) as opened:
+        yield opened
+
+
+@pytest.fixture
+def bank_marketing_file() -> Path:
+    if not BANK_MARKETING_FILE.exists():
+        pytest.skip(f"{BANK_MARKETING_FILE} is missing (shared data)")
+    return BANK_MARKETING_FILE
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def wait_until(predicate, timeout: float = 30.0, interval: float = 0.02) -> None:  # type: ignore[no-untyped-def]
+    """Poll real processes (not a clock we own): workers run in other processes."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s")
+        time.sleep(interval)
+
+
+os.environ.setdefault("PYTHONHASHSEED", "0")

@@ -1,0 +1,168 @@
+"""One suite, run against SQLite and (when a server is given) PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, update
+from sqlalchemy.exc import IntegrityError
+
+from scaletune.errors import JobNotFoundError, StoreError
+from scaletune.store import (
+    JobOutcome,
+    JobStatus,
+    MetricPoint,
+    NewTrainingJob,
+    Store,
+    resolve_store,
+)
+from scaletune.store._schema import meta, metadata
+
+
+def _postgres_url() -> str:
+    url = os.environ.get("SCALETUNE_TEST_POSTGRES_URL")
+    if not url:
+        if os.environ.get("SCALETUNE_REQUIRE_POSTGRES"):
+            pytest.fail("SCALETUNE_REQUIRE_POSTGRES is set but SCALETUNE_TEST_POSTGRES_URL is not")
+        pytest.skip("no PostgreSQL server: set SCALETUNE_TEST_POSTGRES_URL (see .ci/run)")
+    engine = create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+    metadata.drop_all(engine)  # each test starts from an empty database
+    engine.dispose()
+    return url
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'scaletune.db'}"
+    return _postgres_url()
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    with Store(store_url) as opened:
+        yield opened
+
+
+def _new(job_id: str, created_at: float = 100.0) -> NewTrainingJob:
+    return NewTrainingJob(
+        id=job_id, name=None, algorithm="xgboost", spec={"algorithm": "xgboost"},
+        hyperparameters={"eta": 0.3}, instance_count=3, created_at=created_at, log_dir="/logs",
+    )
+
+
+def test_a_job_goes_from_pending_to_completed(store: Store) -> None:
+    store.create_training_job(_new("job-1"))
+    assert store.get_training_job("job-1").status is JobStatus.PENDING
+    store.mark_in_progress("job-1", 101.0, pid=42, host="here")
+    running = store.get_training_job("job-1")
+    assert (running.status, running.controller_pid, running.start_time) == (
+        JobStatus.IN_PROGRESS, 42, 101.0)
+    store.finish_training_job("job-1", JobOutcome(
+        status=JobStatus.COMPLETED, start_time=101.0, end_time=111.0, wall_seconds=10.0,
+        billable_seconds=30.0, final_metrics={"validation:auc": 0.78}, artifact="/m",
+    ))
+    done = store.get_training_job("job-1")
+    assert done.status is JobStatus.COMPLETED
+    assert done.billable_seconds == 30.0
+    assert done.final_metrics == {"validation:auc": 0.78}
+    assert done.hyperparameters == {"eta": 0.3}
+    as_json = done.to_json_dict()
+    for key in ("id", "status", "algorithm", "instance_count", "hyperparameters", "start_time",
+                "end_time", "wall_seconds", "billable_seconds", "final_metrics",
+                "failure_reason", "artifact"):
+        assert key in as_json
+    assert as_json["status"] == "Completed"
+    assert as_json["start_time"].startswith("1970-01-01T00:01:41")
+
+
+def test_listing_is_newest_first_and_filters(store: Store) -> None:
+    for index in range(3):
+        store.create_training_job(_new(f"job-{index}", created_at=100.0 + index))
+    store.mark_in_progress("job-1", 1.0, pid=1, host="h")
+    assert [job.id for job in store.list_training_jobs()] == ["job-2", "job-1", "job-0"]
+    assert [job.id for job in store.list_training_jobs(limit=1)] == ["job-2"]
+    assert [job.id for job in store.list_training_jobs(status=JobStatus.IN_PROGRESS)] == ["job-1"]
+
+
+def test_metrics_come_back_ordered_and_filtered(store: Store) -> None:
+    store.create_training_job(_new("job-1"))
+    store.append_metrics("job-1", [
+        MetricPoint("validation:auc", 2, 0.7, 2.0), MetricPoint("validation:auc", 1, 0.6, 1.0),
+        MetricPoint("train:auc", 1, 0.9, 1.0),
+    ])
+    assert [(p.name, p.step) for p in store.metrics("job-1")] == [
+        ("train:auc", 1), ("validation:auc", 1), ("validation:auc", 2)]
+    assert [p.value for p in store.metrics("job-1", "validation:auc")] == [0.6, 0.7]
+
+
+def test_a_failed_batch_writes_nothing(store: Store) -> None:
+    store.create_training_job(_new("job-1"))
+    with pytest.raises(IntegrityError):
+        store.append_metrics("job-1", [
+            MetricPoint("a", 1, 0.5, 1.0), MetricPoint("a", 2, None, 2.0),  # type: ignore[arg-type]
+        ])
+    assert store.metrics("job-1") == []
+
+
+def test_stop_requests(store: Store) -> None:
+    store.create_training_job(_new("job-1"))
+    assert not store.is_stop_requested("job-1")
+    assert store.request_stop("job-1").stop_requested
+    assert store.is_stop_requested("job-1")
+    with pytest.raises(JobNotFoundError, match="'nope'"):
+        store.request_stop("nope")
+    with pytest.raises(JobNotFoundError):
+        store.get_training_job("nope")
+
+
+def test_abandoning_leaves_ended_jobs_alone(store: Store) -> None:
+    store.create_training_job(_new("running"))
+    store.create_training_job(_new("ended"))
+    store.finish_training_job("ended", JobOutcome(JobStatus.COMPLETED, 1.0, 2.0, 1.0, 3.0, {}))
+    for job_id in ("running", "ended"):
+        store.abandon_training_job(job_id, JobStatus.FAILED, "controller gone", 5.0)
+    assert store.get_training_job("running").status is JobStatus.FAILED
+    assert store.get_training_job("running").failure_reason == "controller gone"
+    assert store.get_training_job("ended").status is JobStatus.COMPLETED
+
+
+def test_finishing_needs_a_final_status(store: Store) -> None:
+    store.create_training_job(_new("job-1"))
+    with pytest.raises(ValueError, match="not a final status"):
+        store.finish_training_job("job-1", JobOutcome(JobStatus.IN_PROGRESS, 1, 2, 1, 3, {}))
+
+
+def test_reopening_keeps_data_and_checks_the_schema_version(store_url: str) -> None:
+    with Store(store_url) as first:
+        first.create_training_job(_new("job-1"))
+    with Store(store_url) as second:
+        assert second.get_training_job("job-1").id == "job-1"
+    engine = create_engine(store_url.replace("postgresql://", "postgresql+psycopg://", 1))
+    with engine.begin() as conn:
+        conn.execute(update(meta).where(meta.c.key == "schema_version").values(value="999"))
+    engine.dispose()
+    with pytest.raises(StoreError, match="schema version 999"):
+        Store(store_url)
+
+
+@pytest.mark.parametrize("url", ["mysql://x/y", "not a url at all://", "sqlite:////nonexistent-dir/x/y.db"])
+def test_bad_store_urls(url: str) -> None:
+    with pytest.raises(StoreError):
+        Store(url)
+
+
+def test_store_locations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SCALETUNE_STORE", raising=False)
+    monkeypatch.setenv("SCALETUNE_HOME", str(tmp_path / "home"))
+    default = resolve_store()
+    assert default.url == f"sqlite:///{tmp_path / 'home' / 'scaletune.db'}"
+    assert default.jobs_dir == tmp_path / "home" / "jobs"
+    file = resolve_store(tmp_path / "elsewhere" / "my.db")
+    assert file.home == tmp_path / "elsewhere"
+    monkeypatch.setenv("SCALETUNE_STORE", "postgresql://u@localhost/db")
+    from_env = resolve_store()
+    assert (from_env.url, from_env.home) == ("postgresql://u@localhost/db", tmp_path / "home")
