@@ -31,8 +31,8 @@ lock: $(STAMP)
 	 $(BIN)/pip freeze --exclude-editable | grep -v -i '^scaletune' | sort -f) > constraints.txt
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/start_overhead.py
-	$(BIN)/python benchmarks/xgboost_overhead.py
+	$(BIN)/python -m benchmarks.start_overhead
+	$(BIN)/python -m benchmarks.xgboost_overhead
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

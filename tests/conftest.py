@@ -33,7 +33,9 @@ def _listening() -> set[tuple[str, int]]:
 
 
 @pytest.fixture(autouse=True)
-def no_leaks(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def no_leaks(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
     scratch = tmp_path_factory.mktemp("tmpdir")
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     monkeypatch.setenv("TMPDIR", str(scratch))
@@ -55,7 +57,7 @@ def warm_backend() -> Iterator[LocalBackend]:
     backend = LocalBackend(max_idle_workers=4)
     original = backend._give_back
 
-    def give_back_and_allow(workers):  # type: ignore[no-untyped-def]
+    def give_back_and_allow(workers):
         original(workers)
         _allowed_pids.update(backend.idle_pids)
 
@@ -89,12 +91,12 @@ def bank_marketing_file() -> Path:
 
 def pid_alive(pid: int) -> bool:
     try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return False
 
 
-def wait_until(predicate, timeout: float = 30.0, interval: float = 0.02) -> None:  # type: ignore[no-untyped-def]
+def wait_until(predicate, timeout: float = 30.0, interval: float = 0.02) -> None:
     """Poll real processes (not a clock we own): workers run in other processes."""
     deadline = time.monotonic() + timeout
     while not predicate():

@@ -37,3 +37,10 @@ def ignore_sigterm_and_block(ctx: WorkerContext) -> None:
 def exit_hard(ctx: WorkerContext) -> None:
     sys.stdout.flush()
     os._exit(3)
+
+
+class Unpicklable:
+    """Pickles fine here, fails to load in a worker: its module is missing there."""
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (__import__, ("module_that_exists_nowhere",))

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 import textwrap
@@ -10,12 +11,14 @@ import pytest
 from pydantic import BaseModel
 
 from scaletune.cluster import LocalBackend, WorkerGroup
+from scaletune.errors import InvalidInputError
 from scaletune.worker import (
     Exited,
     Failed,
     Finished,
     Rendezvous,
     Report,
+    WorkerContext,
     WorkerEvent,
     WorkerProgram,
     WorkerTask,
@@ -31,9 +34,16 @@ class _NoHyperparameters(BaseModel):
 def _tasks(program: WorkerProgram, world_size: int, logs: Path) -> list[WorkerTask]:
     return [
         WorkerTask(
-            job_id="test", rank=rank, world_size=world_size, program=program,
-            hyperparameters=_NoHyperparameters(), channels={}, model_dir=logs,
-            log_path=logs / f"worker-{rank}.log", rendezvous=Rendezvous("127.0.0.1", 0), seed=0,
+            job_id="test",
+            rank=rank,
+            world_size=world_size,
+            program=program,
+            hyperparameters=_NoHyperparameters(),
+            channels={},
+            model_dir=logs,
+            log_path=logs / f"worker-{rank}.log",
+            rendezvous=Rendezvous("127.0.0.1", 0),
+            seed=0,
         )
         for rank in range(world_size)
     ]
@@ -70,7 +80,7 @@ def test_workers_report_finish_and_are_reused(warm_backend: LocalBackend, tmp_pa
 def test_a_raising_worker_fails_with_its_error_and_traceback(tmp_path: Path) -> None:
     with LocalBackend(warm_pool=False, preload=()) as backend:
         group = backend.launch(_tasks(programs.raise_on_rank_one, 3, tmp_path))
-        failed = [e for e in _collect(group, Failed, 1) if isinstance(e, Failed)][0]
+        failed = next(e for e in _collect(group, Failed, 1) if isinstance(e, Failed))
         assert failed.rank == 1
         assert failed.error == "ValueError: bad shard on rank 1"
         assert "raise_on_rank_one" in failed.traceback
@@ -86,7 +96,7 @@ def test_a_killed_worker_is_reported_as_exited(tmp_path: Path) -> None:
         _collect(group, Report, 1)
         victim = group.pids[1]
         subprocess.run(["kill", "-KILL", str(victim)], check=True)
-        exited = [e for e in _collect(group, Exited, 1) if isinstance(e, Exited)][0]
+        exited = next(e for e in _collect(group, Exited, 1) if isinstance(e, Exited))
         assert (exited.rank, exited.exitcode) == (1, -9)
         group.kill()
 
@@ -94,7 +104,7 @@ def test_a_killed_worker_is_reported_as_exited(tmp_path: Path) -> None:
 def test_a_worker_exiting_is_reported_with_its_code(tmp_path: Path) -> None:
     with LocalBackend(warm_pool=False, preload=()) as backend:
         group = backend.launch(_tasks(programs.exit_hard, 1, tmp_path))
-        exited = [e for e in _collect(group, Exited, 1) if isinstance(e, Exited)][0]
+        exited = next(e for e in _collect(group, Exited, 1) if isinstance(e, Exited))
         assert exited.exitcode == 3
         group.kill()
 
@@ -119,8 +129,9 @@ def test_workers_leave_when_their_controller_dies(tmp_path: Path) -> None:
         print(*[w.pid for w in workers], flush=True)
         os._exit(0)  # no cleanup at all, as after kill -9
     """)
-    done = subprocess.run([sys.executable, "-c", controller], capture_output=True, text=True,
-                          check=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", controller], capture_output=True, text=True, check=True, timeout=120
+    )
     pids = [int(pid) for pid in done.stdout.split()]
     assert len(pids) == 2
     wait_until(lambda: not any(pid_alive(pid) for pid in pids), timeout=10)
@@ -131,3 +142,26 @@ def test_closed_backends_refuse_work(tmp_path: Path) -> None:
     backend.close()
     with pytest.raises(Exception, match="closed"):
         backend.launch(_tasks(programs.report_three_steps, 1, tmp_path))
+
+
+def test_a_task_that_cannot_be_loaded_fails_without_killing_the_worker(
+    warm_backend: LocalBackend, tmp_path: Path
+) -> None:
+    task = dataclasses.replace(
+        _tasks(programs.report_three_steps, 1, tmp_path)[0],
+        hyperparameters=programs.Unpicklable(),  # type: ignore[arg-type]
+    )
+    group = warm_backend.launch([task])
+    failed = next(e for e in _collect(group, Failed, 1) if isinstance(e, Failed))
+    assert "cannot load the task: ModuleNotFoundError" in failed.error
+    assert all(pid_alive(pid) for pid in group.pids)  # the worker lives on for the next job
+    group.release()
+
+
+def test_programs_in_main_are_refused(tmp_path: Path) -> None:
+    def in_main(ctx: WorkerContext) -> None:
+        pass
+
+    in_main.__module__ = "__main__"
+    with LocalBackend(preload=()) as backend, pytest.raises(InvalidInputError, match="__main__"):
+        backend.launch(_tasks(in_main, 1, tmp_path))

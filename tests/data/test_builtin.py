@@ -14,7 +14,10 @@ from scaletune.errors import InvalidInputError
 def test_bank_marketing_is_prepared_as_the_reference_does(bank_marketing_file: Path) -> None:
     splits = prepare_bank_marketing(bank_marketing_file)
     assert {name: table.n_rows for name, table in splits.items()} == {
-        "train": 35_009, "validation": 2_060, "test": 4_119}
+        "train": 35_009,
+        "validation": 2_060,
+        "test": 4_119,
+    }
     train = splits["train"]
     names = train.feature_names or ()
     assert "no_previous_contact" in names and "not_working" in names

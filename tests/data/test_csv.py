@@ -52,7 +52,7 @@ def test_bad_files_are_named_with_line_and_column(tmp_path: Path, text: str, exp
 
 
 def test_folders_need_matching_files(tmp_path: Path) -> None:
-    with pytest.raises(InvalidInputError, match="holds no .csv files"):
+    with pytest.raises(InvalidInputError, match=r"holds no \.csv files"):
         read_csv_table(tmp_path)
     _file(tmp_path, "1,2\n", "a.csv")
     _file(tmp_path, "1,2,3\n", "b.csv")

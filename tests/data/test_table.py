@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,7 @@ def test_shards_cover_every_row_once_with_sizes_within_one(n_rows: int, world_si
     bounds = [shard_bounds(n_rows, world_size, rank) for rank in range(world_size)]
     assert bounds[0][0] == 0
     assert bounds[-1][1] == n_rows
-    assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:], strict=False))
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(bounds))
     sizes = [stop - start for start, stop in bounds]
     assert max(sizes) - min(sizes) <= 1
 

@@ -25,7 +25,9 @@ def _write(tmp_path: Path, text: str) -> Path:
 
 def _csv_job(tmp_path: Path, extra: str = "") -> Path:
     (tmp_path / "train.csv").write_text("1,0.5\n0,0.1\n")
-    return _write(tmp_path, f'algorithm = "xgboost"\n{extra}\n[channels.train]\npath = "train.csv"\n')
+    return _write(
+        tmp_path, f'algorithm = "xgboost"\n{extra}\n[channels.train]\npath = "train.csv"\n'
+    )
 
 
 def test_reference_example_loads_with_typed_values(bank_marketing_file: Path) -> None:
@@ -41,10 +43,16 @@ def test_reference_example_loads_with_typed_values(bank_marketing_file: Path) ->
 
 
 def test_overrides_take_toml_values_and_dotted_keys(tmp_path: Path) -> None:
-    spec = load_training_spec(_csv_job(tmp_path), [
-        "instance_count=2", "hyperparameters.eta=0.1", "hyperparameters.eval_metric=['auc']",
-        "distribution.strategy=allreduce", "name=my-job",
-    ])
+    spec = load_training_spec(
+        _csv_job(tmp_path),
+        [
+            "instance_count=2",
+            "hyperparameters.eta=0.1",
+            "hyperparameters.eval_metric=['auc']",
+            "distribution.strategy=allreduce",
+            "name=my-job",
+        ],
+    )
     assert spec.instance_count == 2
     assert spec.hyperparameters == {"eta": 0.1, "eval_metric": ["auc"]}
     assert spec.name == "my-job"
@@ -61,11 +69,16 @@ def test_relative_paths_are_relative_to_the_job_file(tmp_path: Path) -> None:
         (["colour=blue"], "unknown key 'colour'"),
         (["hyperparameters.etta=0.1"], "unknown key 'hyperparameters.etta'"),
         (["instance_count='three'"], "instance_count: Input should be a valid integer"),
-        (["instance_count=0"], "instance_count: Input should be greater than or equal to 1 (got 0)"),
+        (
+            ["instance_count=0"],
+            "instance_count: Input should be greater than or equal to 1 (got 0)",
+        ),
         (["algorithm=lightgbm"], "algorithm: Input should be 'xgboost' (got 'lightgbm')"),
         (["hyperparameters.eta=2"], "hyperparameters.eta: Input should be less than or equal to 1"),
-        (["hyperparameters.tree_method=exact", "instance_count=3"],
-         "tree_method='exact' does not support distributed training (instance_count=3)"),
+        (
+            ["hyperparameters.tree_method=exact", "instance_count=3"],
+            "tree_method='exact' does not support distributed training (instance_count=3)",
+        ),
         (["hyperparameters.objective='multi:softmax'"], "needs hyperparameters.num_class"),
         (["hyperparameters.eval_metric=bogus"], "unknown evaluation metric 'bogus'"),
         (["distribution.strategy=parameter_server"], "xgboost trains with 'allreduce'"),
@@ -86,7 +99,9 @@ def test_bad_values_are_refused_on_one_line_naming_them(
 
 
 def test_missing_train_channel(tmp_path: Path) -> None:
-    file = _write(tmp_path, 'algorithm = "xgboost"\n[channels.validation]\ndataset = "breast-cancer"\n')
+    file = _write(
+        tmp_path, 'algorithm = "xgboost"\n[channels.validation]\ndataset = "breast-cancer"\n'
+    )
     with pytest.raises(InvalidInputError, match="missing channel 'train'"):
         load_training_spec(file)
 
@@ -116,7 +131,9 @@ def test_override_through_a_non_table(tmp_path: Path) -> None:
 
 def test_channel_shorthand_is_a_path(tmp_path: Path) -> None:
     (tmp_path / "train.csv").write_text("1,0.5\n0,0.1\n")
-    spec = load_training_spec(_write(tmp_path, 'algorithm = "xgboost"\n[channels]\ntrain = "train.csv"\n'))
+    spec = load_training_spec(
+        _write(tmp_path, 'algorithm = "xgboost"\n[channels]\ntrain = "train.csv"\n')
+    )
     assert spec.channels[ChannelName.TRAIN].path == (tmp_path / "train.csv").resolve()
 
 

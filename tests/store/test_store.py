@@ -49,8 +49,14 @@ def store(store_url: str) -> Iterator[Store]:
 
 def _new(job_id: str, created_at: float = 100.0) -> NewTrainingJob:
     return NewTrainingJob(
-        id=job_id, name=None, algorithm="xgboost", spec={"algorithm": "xgboost"},
-        hyperparameters={"eta": 0.3}, instance_count=3, created_at=created_at, log_dir="/logs",
+        id=job_id,
+        name=None,
+        algorithm="xgboost",
+        spec={"algorithm": "xgboost"},
+        hyperparameters={"eta": 0.3},
+        instance_count=3,
+        created_at=created_at,
+        log_dir="/logs",
     )
 
 
@@ -60,20 +66,42 @@ def test_a_job_goes_from_pending_to_completed(store: Store) -> None:
     store.mark_in_progress("job-1", 101.0, pid=42, host="here")
     running = store.get_training_job("job-1")
     assert (running.status, running.controller_pid, running.start_time) == (
-        JobStatus.IN_PROGRESS, 42, 101.0)
-    store.finish_training_job("job-1", JobOutcome(
-        status=JobStatus.COMPLETED, start_time=101.0, end_time=111.0, wall_seconds=10.0,
-        billable_seconds=30.0, final_metrics={"validation:auc": 0.78}, artifact="/m",
-    ))
+        JobStatus.IN_PROGRESS,
+        42,
+        101.0,
+    )
+    store.finish_training_job(
+        "job-1",
+        JobOutcome(
+            status=JobStatus.COMPLETED,
+            start_time=101.0,
+            end_time=111.0,
+            wall_seconds=10.0,
+            billable_seconds=30.0,
+            final_metrics={"validation:auc": 0.78},
+            artifact="/m",
+        ),
+    )
     done = store.get_training_job("job-1")
     assert done.status is JobStatus.COMPLETED
     assert done.billable_seconds == 30.0
     assert done.final_metrics == {"validation:auc": 0.78}
     assert done.hyperparameters == {"eta": 0.3}
     as_json = done.to_json_dict()
-    for key in ("id", "status", "algorithm", "instance_count", "hyperparameters", "start_time",
-                "end_time", "wall_seconds", "billable_seconds", "final_metrics",
-                "failure_reason", "artifact"):
+    for key in (
+        "id",
+        "status",
+        "algorithm",
+        "instance_count",
+        "hyperparameters",
+        "start_time",
+        "end_time",
+        "wall_seconds",
+        "billable_seconds",
+        "final_metrics",
+        "failure_reason",
+        "artifact",
+    ):
         assert key in as_json
     assert as_json["status"] == "Completed"
     assert as_json["start_time"].startswith("1970-01-01T00:01:41")
@@ -90,21 +118,32 @@ def test_listing_is_newest_first_and_filters(store: Store) -> None:
 
 def test_metrics_come_back_ordered_and_filtered(store: Store) -> None:
     store.create_training_job(_new("job-1"))
-    store.append_metrics("job-1", [
-        MetricPoint("validation:auc", 2, 0.7, 2.0), MetricPoint("validation:auc", 1, 0.6, 1.0),
-        MetricPoint("train:auc", 1, 0.9, 1.0),
-    ])
+    store.append_metrics(
+        "job-1",
+        [
+            MetricPoint("validation:auc", 2, 0.7, 2.0),
+            MetricPoint("validation:auc", 1, 0.6, 1.0),
+            MetricPoint("train:auc", 1, 0.9, 1.0),
+        ],
+    )
     assert [(p.name, p.step) for p in store.metrics("job-1")] == [
-        ("train:auc", 1), ("validation:auc", 1), ("validation:auc", 2)]
+        ("train:auc", 1),
+        ("validation:auc", 1),
+        ("validation:auc", 2),
+    ]
     assert [p.value for p in store.metrics("job-1", "validation:auc")] == [0.6, 0.7]
 
 
 def test_a_failed_batch_writes_nothing(store: Store) -> None:
     store.create_training_job(_new("job-1"))
     with pytest.raises(IntegrityError):
-        store.append_metrics("job-1", [
-            MetricPoint("a", 1, 0.5, 1.0), MetricPoint("a", 2, None, 2.0),  # type: ignore[arg-type]
-        ])
+        store.append_metrics(
+            "job-1",
+            [
+                MetricPoint("a", 1, 0.5, 1.0),
+                MetricPoint("a", 2, None, 2.0),  # type: ignore[arg-type]
+            ],
+        )
     assert store.metrics("job-1") == []
 
 
@@ -149,7 +188,9 @@ def test_reopening_keeps_data_and_checks_the_schema_version(store_url: str) -> N
         Store(store_url)
 
 
-@pytest.mark.parametrize("url", ["mysql://x/y", "not a url at all://", "sqlite:////nonexistent-dir/x/y.db"])
+@pytest.mark.parametrize(
+    "url", ["mysql://x/y", "not a url at all://", "sqlite:////nonexistent-dir/x/y.db"]
+)
 def test_bad_store_urls(url: str) -> None:
     with pytest.raises(StoreError):
         Store(url)

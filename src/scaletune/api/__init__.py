@@ -1,7 +1,7 @@
 """The Python interface: Session, Estimator and TrainingJob."""
 
-from scaletune.api._estimator import Estimator
+from scaletune.api._estimator import ChannelInput, Estimator
 from scaletune.api._job import TrainingJob
 from scaletune.api._session import Session
 
-__all__ = ["Estimator", "Session", "TrainingJob"]
+__all__ = ["ChannelInput", "Estimator", "Session", "TrainingJob"]

@@ -47,9 +47,12 @@ class Estimator:
 
     def spec(self, channels: Mapping[str, ChannelInput]) -> TrainingJobSpec:
         """The validated spec `fit` would run (raises InvalidInputError naming a bad value)."""
-        return training_spec_from_dict({**self._fields, "channels": {
-            name: _channel_dict(value) for name, value in channels.items()
-        }})
+        return training_spec_from_dict(
+            {
+                **self._fields,
+                "channels": {name: _channel_dict(value) for name, value in channels.items()},
+            }
+        )
 
     def fit(self, channels: Mapping[str, ChannelInput], *, wait: bool = True) -> TrainingJob:
         spec = self.spec(channels)
@@ -73,15 +76,15 @@ class Estimator:
                     session.backend.close()
 
         if wait:
-            try:
-                run()
-            except KeyboardInterrupt:
-                pass  # the job is recorded as Stopped; the handle shows it
+            run()  # Ctrl-C: the job is recorded as Stopped, then the interrupt goes on up
             return TrainingJob(job.id, session.store)
         thread = threading.Thread(target=run, name=f"scaletune-{job.id}", daemon=True)
         handle = TrainingJob(
-            job.id, session.store, thread=thread,
-            stop_event=stop, worker_pids=lambda: groups[0].pids if groups else [],
+            job.id,
+            session.store,
+            thread=thread,
+            stop_event=stop,
+            worker_pids=lambda: groups[0].pids if groups else [],
         )
         thread.start()
         return handle

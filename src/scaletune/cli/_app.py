@@ -26,7 +26,10 @@ from scaletune.store import JobStatus, TrainingJobRecord
 from scaletune.training import JobPaths, reconcile_orphan
 
 app = typer.Typer(
-    name="scaletune", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+    name="scaletune",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
     help="Distributed training jobs and automatic model tuning, on your own machines.",
 )
 jobs_app = typer.Typer(no_args_is_help=True, help="Look at and stop training jobs.")
@@ -37,8 +40,11 @@ out = Console()
 
 StoreOption = Annotated[
     str | None,
-    typer.Option("--store", envvar="SCALETUNE_STORE",
-                 help="SQLite file or database URL (default: ~/.local/share/scaletune)."),
+    typer.Option(
+        "--store",
+        envvar="SCALETUNE_STORE",
+        help="SQLite file or database URL (default: ~/.local/share/scaletune).",
+    ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the job record as JSON.")]
 
@@ -46,8 +52,12 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print the job record a
 @app.command()
 def train(
     file: Annotated[Path, typer.Argument(help="A TOML job file.")],
-    overrides: Annotated[list[str] | None, typer.Option(
-        "--set", help="Override a key: --set instance_count=1 --set hyperparameters.eta=0.1")] = None,
+    overrides: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set", help="Override a key: --set instance_count=1 --set hyperparameters.eta=0.1"
+        ),
+    ] = None,
     json_output: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
@@ -64,14 +74,21 @@ def demo(
 ) -> None:
     """Train distributed XGBoost on scikit-learn's bundled breast cancer data (offline)."""
     channel = {"dataset": BuiltinDataset.BREAST_CANCER.value}
-    spec = training_spec_from_dict({
-        "name": "demo",
-        "algorithm": "xgboost",
-        "instance_count": workers,
-        "hyperparameters": {"num_round": 50, "eta": 0.3, "max_depth": 4,
-                            "objective": "binary:logistic", "eval_metric": ["auc", "logloss"]},
-        "channels": {name.value: channel for name in ChannelName},
-    })
+    spec = training_spec_from_dict(
+        {
+            "name": "demo",
+            "algorithm": "xgboost",
+            "instance_count": workers,
+            "hyperparameters": {
+                "num_round": 50,
+                "eta": 0.3,
+                "max_depth": 4,
+                "objective": "binary:logistic",
+                "eval_metric": ["auc", "logloss"],
+            },
+            "channels": {name.value: channel for name in ChannelName},
+        }
+    )
     _run_job(spec, store, json_output)
 
 
@@ -85,8 +102,10 @@ def jobs_list(
     """List training jobs, newest first."""
     with Session(store) as session:
         now = time.time()
-        records = [reconcile_orphan(session.store, record, now)
-                   for record in session.store.list_training_jobs(status=status, limit=limit)]
+        records = [
+            reconcile_orphan(session.store, record, now)
+            for record in session.store.list_training_jobs(status=status, limit=limit)
+        ]
     if json_output:
         print_json([record.to_json_dict() for record in records])
     else:
@@ -97,7 +116,9 @@ def jobs_list(
 def jobs_show(job_id: str, json_output: JsonOption = False, store: StoreOption = None) -> None:
     """Show one training job."""
     with Session(store) as session:
-        record = reconcile_orphan(session.store, session.store.get_training_job(job_id), time.time())
+        record = reconcile_orphan(
+            session.store, session.store.get_training_job(job_id), time.time()
+        )
     _show(record, json_output)
 
 
@@ -112,7 +133,8 @@ def jobs_logs(
         record = session.store.get_training_job(job_id)
     if worker >= record.instance_count:
         raise InvalidInputError(
-            f"--worker {worker}: job {job_id!r} has workers 0 to {record.instance_count - 1}")
+            f"--worker {worker}: job {job_id!r} has workers 0 to {record.instance_count - 1}"
+        )
     log = JobPaths(logs=Path(record.log_dir or ""), artifact=Path()).log_path(worker)
     if not log.exists():
         raise InvalidInputError(f"job {job_id!r} has no log for worker {worker} at {str(log)!r}")
@@ -128,7 +150,9 @@ def jobs_stop(job_id: str, store: StoreOption = None) -> None:
             out.print(f"job {job_id} already ended: {record.status.value}")
             return
         session.store.request_stop(job_id)
-        record = reconcile_orphan(session.store, session.store.get_training_job(job_id), time.time())
+        record = reconcile_orphan(
+            session.store, session.store.get_training_job(job_id), time.time()
+        )
     out.print(f"stop requested for job {job_id} (status {record.status.value})")
 
 
@@ -164,23 +188,23 @@ def main() -> None:
     """Entry point: project errors become one line on stderr (exit 2 for bad input)."""
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)  # `timeout`, `kill`: clean up too
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)  # returns typer.Exit's code rather than raising it
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except (InvalidInputError, StoreError) as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except ScaletuneError as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         sys.exit(1)
-    except click_exceptions() as exc:
-        exc.show()
+    except typer.TyperException as exc:  # usage errors: missing argument, bad option value
+        show = getattr(exc, "show", None)
+        if callable(show):
+            show()
+        else:
+            err.print(f"error: {exc.format_message()}", highlight=False)
         sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, typer.Abort):
         sys.exit(130)
-
-
-def click_exceptions() -> type[Exception]:
-    import click
-
-    return click.ClickException

@@ -48,16 +48,30 @@ def job_summary(console: Console, record: TrainingJobRecord) -> None:
 
 
 def jobs_table(console: Console, records: list[TrainingJobRecord]) -> None:
-    table = Table("id", "status", "algorithm", "workers", "wall s", "billable s", "metrics")
+    table = Table(box=None, header_style="bold")
+    table.add_column("id", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("workers", justify="right")
+    table.add_column("wall s", justify="right")
+    table.add_column("worker-s", justify="right")
+    table.add_column("validation", overflow="fold", min_width=18)
     for record in records:
         style = _STATUS_STYLE[record.status]
-        metrics = ", ".join(f"{k}={v:.4g}" for k, v in sorted(record.final_metrics.items()))
         table.add_row(
-            record.id, f"[{style}]{record.status.value}[/{style}]", record.algorithm,
-            str(record.instance_count), _seconds(record.wall_seconds),
-            _seconds(record.billable_seconds), metrics,
+            record.id,
+            f"[{style}]{record.status.value}[/{style}]",
+            str(record.instance_count),
+            _seconds(record.wall_seconds),
+            _seconds(record.billable_seconds),
+            _headline(record.final_metrics),
         )
     console.print(table)
+
+
+def _headline(metrics: dict[str, float]) -> str:
+    """Validation metrics if any (what people compare jobs by), else all of them."""
+    shown = {k: v for k, v in metrics.items() if k.startswith("validation:")} or metrics
+    return "\n".join(f"{k.removeprefix('validation:')}={v:.4f}" for k, v in sorted(shown.items()))
 
 
 def _seconds(value: float | None) -> str:

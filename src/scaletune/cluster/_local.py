@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pickle
 import socket
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 
-from scaletune.errors import WorkerStartError
+from scaletune.errors import InvalidInputError, WorkerStartError
 from scaletune.worker import Exited, Ready, WorkerEvent, WorkerTask
 
 DEFAULT_PRELOAD = ("numpy", "pandas", "xgboost", "scaletune.algorithms")
@@ -64,11 +65,18 @@ class LocalBackend:
             return [worker.pid for worker in self._idle]
 
     def launch(self, tasks: Sequence[WorkerTask]) -> WorkerGroup:
+        for task in tasks:
+            if getattr(task.program, "__module__", None) == "__main__":
+                raise InvalidInputError(
+                    f"worker program {task.program.__qualname__!r} is defined in __main__; "
+                    "workers import programs by module name, so define it in a module"
+                )
+        payloads = [(task.rank, pickle.dumps(task)) for task in tasks]  # fail before spawning
         workers = self._acquire(len(tasks))
         group = WorkerGroup(self, workers)
         try:
-            for worker, task in zip(workers, tasks, strict=True):
-                worker.conn.send(task)
+            for worker, payload in zip(workers, payloads, strict=True):
+                worker.conn.send(payload)
         except BaseException:
             group.kill()
             raise
@@ -100,9 +108,15 @@ class LocalBackend:
                 ours, theirs = socket.socketpair()
                 with theirs:
                     process = subprocess.Popen(
-                        [sys.executable, "-m", "scaletune.cluster._process",
-                         str(theirs.fileno()), str(os.getpid())],
-                        pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
+                        [
+                            sys.executable,
+                            "-m",
+                            "scaletune.cluster._process",
+                            str(theirs.fileno()),
+                            str(os.getpid()),
+                        ],
+                        pass_fds=(theirs.fileno(),),
+                        stdin=subprocess.DEVNULL,
                     )
                 worker = _Worker(process, Connection(ours.detach()))
                 workers.append(worker)
@@ -150,7 +164,7 @@ class WorkerGroup:
 
     def poll(self, timeout: float) -> list[WorkerEvent]:
         """Messages from the workers, or Exited for each one that died; waits up to `timeout`."""
-        watched: dict[object, int] = {}
+        watched: dict[Connection, int] = {}
         for rank, worker in enumerate(self._workers):
             if rank not in self._done:
                 watched[worker.conn] = rank
@@ -160,7 +174,7 @@ class WorkerGroup:
         dead: set[int] = set()
         # A worker that dies closes its end of the socket: the connection turns readable.
         for ready in wait(list(watched), timeout=max(timeout, 0.0)):
-            rank = watched[ready]
+            rank = watched[ready]  # type: ignore[index]  # wait() returns what it was given
             worker = self._workers[rank]
             try:
                 while worker.conn.poll():
@@ -194,7 +208,7 @@ def _stop_pool(idle: list[_Worker]) -> None:
 
 
 def _stop_workers(workers: Sequence[_Worker], polite: bool = True) -> None:
-    """Stop processes: idle ones are asked to leave; busy or stuck ones are terminated, then killed."""
+    """Idle workers are asked to leave; busy or stuck ones are terminated, then killed."""
     workers = list(workers)
     for worker in workers:
         with contextlib.suppress(OSError, ValueError):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import pickle
 import signal
 import sys
 import threading
@@ -35,11 +36,23 @@ def serve(conn: Connection, parent_pid: int) -> None:
     conn.send(Ready(os.getpid()))
     while True:
         try:
-            task = conn.recv()
+            message = conn.recv()
         except (EOFError, OSError):
             return
-        if task is None:
+        if message is None:
             return
+        rank, payload = message
+        try:
+            task = pickle.loads(payload)
+        except Exception as exc:  # e.g. the program's module cannot be imported here
+            conn.send(
+                Failed(
+                    rank,
+                    f"cannot load the task: {type(exc).__name__}: {exc}",
+                    traceback.format_exc(),
+                )
+            )
+            continue
         conn.send(_run(task, conn))
 
 

@@ -17,6 +17,25 @@ def free_port(host: str = LOOPBACK) -> int:
         return int(probe.getsockname()[1])
 
 
+def _start_xgboost_tracker(world_size: int, host: str, attempts: int = 5) -> tuple[Any, int]:
+    """XGBoost's tracker on a port we pick: it binds in its constructor, so workers may connect
+    at once. A port taken between our probe and its bind is retried."""
+    from xgboost.tracker import RabitTracker
+
+    for attempt in range(attempts):
+        port = free_port(host)
+        try:
+            # sortby="task" keeps XGBoost's ranks equal to ours (task ids are zero-padded ranks).
+            tracker = RabitTracker(n_workers=world_size, host_ip=host, port=port, sortby="task")
+        except ValueError:
+            if attempt == attempts - 1:
+                raise
+            continue
+        tracker.start()
+        return tracker, port
+    raise AssertionError("unreachable")
+
+
 class GroupRendezvous:
     """Owns what the group meets through; close() frees the tracker's port."""
 
@@ -24,14 +43,12 @@ class GroupRendezvous:
         self._tracker: Any = None
         tracker_args: dict[str, str | int] = {}
         if xgboost_tracker:
-            from xgboost.tracker import RabitTracker
-
-            # sortby="task" keeps XGBoost's ranks equal to ours (task ids are zero-padded ranks).
-            self._tracker = RabitTracker(n_workers=world_size, host_ip=host, sortby="task")
-            self._tracker.start()
-            tracker_args = dict(self._tracker.worker_args())
-        self.info = Rendezvous(master_addr=host, master_port=free_port(host),
-                               xgboost_tracker=tracker_args)
+            self._tracker, port = _start_xgboost_tracker(world_size, host)
+            # The same keys tracker.worker_args() gives, which waits ~100 ms for the tracker.
+            tracker_args = {"dmlc_tracker_uri": host, "dmlc_tracker_port": port}
+        self.info = Rendezvous(
+            master_addr=host, master_port=free_port(host), xgboost_tracker=tracker_args
+        )
 
     def close(self, *, completed: bool) -> None:
         tracker, self._tracker = self._tracker, None

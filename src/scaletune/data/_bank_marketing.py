@@ -18,7 +18,14 @@ SOURCE_SHA256 = "74adfc578bf77a7ff4bb1ba4a9f8709d9e3c6907342959c2c8416847e0afb4d
 
 SHUFFLE_SEED = 1729
 SPLIT_FRACTIONS = (0.85, 0.05, 0.10)  # train, validation, test
-DROPPED = ("duration", "emp.var.rate", "cons.price.idx", "cons.conf.idx", "euribor3m", "nr.employed")
+DROPPED = (
+    "duration",
+    "emp.var.rate",
+    "cons.price.idx",
+    "cons.conf.idx",
+    "euribor3m",
+    "nr.employed",
+)
 NOT_WORKING_JOBS = ("student", "retired", "unemployed")
 
 
@@ -54,12 +61,18 @@ def prepare_bank_marketing(file: Path) -> dict[str, Table]:
     features_frame = shuffled.drop(columns=["y_no", "y_yes"])
     features = features_frame.to_numpy(dtype=np.float32)
     names = tuple(str(column) for column in features_frame.columns)
-    bounds = {"train": (0, cut_train), "validation": (cut_train, cut_validation), "test": (cut_validation, n)}
+    bounds = {
+        "train": (0, cut_train),
+        "validation": (cut_train, cut_validation),
+        "test": (cut_validation, n),
+    }
     source = f"bank-marketing({file})"
     return {
         split: Table(
-            np.ascontiguousarray(features[a:b]), np.ascontiguousarray(labels[a:b]),
-            f"{source}:{split}", names,
+            np.ascontiguousarray(features[a:b]),
+            np.ascontiguousarray(labels[a:b]),
+            f"{source}:{split}",
+            names,
         )
         for split, (a, b) in bounds.items()
     }

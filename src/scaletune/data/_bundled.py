@@ -21,8 +21,11 @@ def prepare_breast_cancer() -> dict[str, Table]:
     cut_train = int(SPLIT_FRACTIONS[0] * n)
     cut_validation = int((SPLIT_FRACTIONS[0] + SPLIT_FRACTIONS[1]) * n)
     names = tuple(str(name) for name in bunch.feature_names)
-    parts = {"train": order[:cut_train], "validation": order[cut_train:cut_validation],
-             "test": order[cut_validation:]}
+    parts = {
+        "train": order[:cut_train],
+        "validation": order[cut_train:cut_validation],
+        "test": order[cut_validation:],
+    }
     return {
         split: Table(features[rows], labels[rows], f"breast-cancer:{split}", names)
         for split, rows in parts.items()

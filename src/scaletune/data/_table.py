@@ -49,7 +49,9 @@ class TableFiles:
     @classmethod
     def write(cls, table: Table, folder: Path) -> TableFiles:
         folder.mkdir(parents=True, exist_ok=True)
-        files = cls(folder / "features.npy", folder / "labels.npy", table.source, table.feature_names)
+        files = cls(
+            folder / "features.npy", folder / "labels.npy", table.source, table.feature_names
+        )
         np.save(files.features, table.features)
         np.save(files.labels, table.labels)
         return files

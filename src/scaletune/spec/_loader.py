@@ -15,9 +15,7 @@ from scaletune.spec._training import TrainingJobSpec
 _PATH_KEYS = ("path", "dataset_file")
 
 
-def load_training_spec(
-    file: Path | str, overrides: Iterable[str] = ()
-) -> TrainingJobSpec:
+def load_training_spec(file: Path | str, overrides: Iterable[str] = ()) -> TrainingJobSpec:
     """Read a TOML job file; relative paths in it are relative to the file's folder."""
     file = Path(file)
     try:

@@ -51,6 +51,7 @@ def _sqlite_url(file: Path) -> str:
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise StoreError(f"cannot create the store folder {str(file.parent)!r}: {exc.strerror}") \
-            from None
+        raise StoreError(
+            f"cannot create the store folder {str(file.parent)!r}: {exc.strerror}"
+        ) from None
     return f"sqlite:///{file}"

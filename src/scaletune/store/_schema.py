@@ -55,8 +55,9 @@ metric_points = Table(
     "metric_points",
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("job_id", String(96), ForeignKey("training_jobs.id", ondelete="CASCADE"),
-           nullable=False),
+    Column(
+        "job_id", String(96), ForeignKey("training_jobs.id", ondelete="CASCADE"), nullable=False
+    ),
     Column("name", String(128), nullable=False),
     Column("step", Integer, nullable=False),
     Column("value", Float, nullable=False),

@@ -30,8 +30,10 @@ class Store:
             self._open_schema()
         except SQLAlchemyError as exc:
             self._engine.dispose()
-            raise StoreError(f"cannot open store {_safe(url)!r}: {exc.__class__.__name__}: "
-                             f"{str(exc).splitlines()[0]}") from None
+            raise StoreError(
+                f"cannot open store {_safe(url)!r}: {exc.__class__.__name__}: "
+                f"{str(exc).splitlines()[0]}"
+            ) from None
         except StoreError:
             self._engine.dispose()
             raise
@@ -49,30 +51,53 @@ class Store:
 
     def create_training_job(self, job: NewTrainingJob) -> None:
         with self._engine.begin() as conn:
-            conn.execute(insert(training_jobs).values(
-                id=job.id, name=job.name, algorithm=job.algorithm, status=JobStatus.PENDING.value,
-                spec=job.spec, hyperparameters=job.hyperparameters,
-                instance_count=job.instance_count, created_at=job.created_at, final_metrics={},
-                log_dir=job.log_dir, stop_requested=False,
-            ))
+            conn.execute(
+                insert(training_jobs).values(
+                    id=job.id,
+                    name=job.name,
+                    algorithm=job.algorithm,
+                    status=JobStatus.PENDING.value,
+                    spec=job.spec,
+                    hyperparameters=job.hyperparameters,
+                    instance_count=job.instance_count,
+                    created_at=job.created_at,
+                    final_metrics={},
+                    log_dir=job.log_dir,
+                    stop_requested=False,
+                )
+            )
 
     def mark_in_progress(self, job_id: str, start_time: float, pid: int, host: str) -> None:
         with self._engine.begin() as conn:
-            conn.execute(update(training_jobs).where(training_jobs.c.id == job_id).values(
-                status=JobStatus.IN_PROGRESS.value, start_time=start_time,
-                controller_pid=pid, controller_host=host,
-            ))
+            conn.execute(
+                update(training_jobs)
+                .where(training_jobs.c.id == job_id)
+                .values(
+                    status=JobStatus.IN_PROGRESS.value,
+                    start_time=start_time,
+                    controller_pid=pid,
+                    controller_host=host,
+                )
+            )
 
     def finish_training_job(self, job_id: str, outcome: JobOutcome) -> None:
         if not outcome.status.is_terminal:
             raise ValueError(f"{outcome.status} is not a final status")
         with self._engine.begin() as conn:
-            conn.execute(update(training_jobs).where(training_jobs.c.id == job_id).values(
-                status=outcome.status.value, start_time=outcome.start_time,
-                end_time=outcome.end_time, wall_seconds=outcome.wall_seconds,
-                billable_seconds=outcome.billable_seconds, final_metrics=outcome.final_metrics,
-                failure_reason=outcome.failure_reason, artifact=outcome.artifact,
-            ))
+            conn.execute(
+                update(training_jobs)
+                .where(training_jobs.c.id == job_id)
+                .values(
+                    status=outcome.status.value,
+                    start_time=outcome.start_time,
+                    end_time=outcome.end_time,
+                    wall_seconds=outcome.wall_seconds,
+                    billable_seconds=outcome.billable_seconds,
+                    final_metrics=outcome.final_metrics,
+                    failure_reason=outcome.failure_reason,
+                    artifact=outcome.artifact,
+                )
+            )
 
     def abandon_training_job(
         self, job_id: str, status: JobStatus, reason: str, end_time: float
@@ -80,22 +105,27 @@ class Store:
         """End a job whose controller is gone; a job that has ended meanwhile is left alone."""
         terminal = [s.value for s in JobStatus if s.is_terminal]
         with self._engine.begin() as conn:
-            conn.execute(update(training_jobs)
-                         .where(training_jobs.c.id == job_id,
-                                training_jobs.c.status.not_in(terminal))
-                         .values(status=status.value, end_time=end_time, failure_reason=reason))
+            conn.execute(
+                update(training_jobs)
+                .where(training_jobs.c.id == job_id, training_jobs.c.status.not_in(terminal))
+                .values(status=status.value, end_time=end_time, failure_reason=reason)
+            )
 
     def request_stop(self, job_id: str) -> TrainingJobRecord:
         with self._engine.begin() as conn:
             self._get(conn, job_id)
-            conn.execute(update(training_jobs).where(training_jobs.c.id == job_id)
-                         .values(stop_requested=True))
+            conn.execute(
+                update(training_jobs)
+                .where(training_jobs.c.id == job_id)
+                .values(stop_requested=True)
+            )
             return self._get(conn, job_id)
 
     def is_stop_requested(self, job_id: str) -> bool:
         with self._engine.connect() as conn:
-            value = conn.execute(select(training_jobs.c.stop_requested)
-                                 .where(training_jobs.c.id == job_id)).scalar_one_or_none()
+            value = conn.execute(
+                select(training_jobs.c.stop_requested).where(training_jobs.c.id == job_id)
+            ).scalar_one_or_none()
         return bool(value)
 
     def get_training_job(self, job_id: str) -> TrainingJobRecord:
@@ -105,8 +135,9 @@ class Store:
     def list_training_jobs(
         self, *, status: JobStatus | None = None, limit: int | None = None
     ) -> list[TrainingJobRecord]:
-        query = select(training_jobs).order_by(training_jobs.c.created_at.desc(),
-                                               training_jobs.c.id.desc())
+        query = select(training_jobs).order_by(
+            training_jobs.c.created_at.desc(), training_jobs.c.id.desc()
+        )
         if status is not None:
             query = query.where(training_jobs.c.status == status.value)
         if limit is not None:
@@ -120,22 +151,37 @@ class Store:
         if not points:
             return
         with self._engine.begin() as conn:
-            conn.execute(insert(metric_points), [
-                {"job_id": job_id, "name": p.name, "step": p.step, "value": p.value,
-                 "time": p.time}
-                for p in points
-            ])
+            conn.execute(
+                insert(metric_points),
+                [
+                    {
+                        "job_id": job_id,
+                        "name": p.name,
+                        "step": p.step,
+                        "value": p.value,
+                        "time": p.time,
+                    }
+                    for p in points
+                ],
+            )
 
     def metrics(self, job_id: str, name: str | None = None) -> list[MetricPoint]:
-        query = (select(metric_points.c.name, metric_points.c.step, metric_points.c.value,
-                        metric_points.c.time)
-                 .where(metric_points.c.job_id == job_id)
-                 .order_by(metric_points.c.name, metric_points.c.step, metric_points.c.id))
+        query = (
+            select(
+                metric_points.c.name,
+                metric_points.c.step,
+                metric_points.c.value,
+                metric_points.c.time,
+            )
+            .where(metric_points.c.job_id == job_id)
+            .order_by(metric_points.c.name, metric_points.c.step, metric_points.c.id)
+        )
         if name is not None:
             query = query.where(metric_points.c.name == name)
         with self._engine.connect() as conn:
-            return [MetricPoint(row.name, row.step, row.value, row.time)
-                    for row in conn.execute(query)]
+            return [
+                MetricPoint(row.name, row.step, row.value, row.time) for row in conn.execute(query)
+            ]
 
     # -- internals -------------------------------------------------------------------------
 
@@ -193,14 +239,24 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 def _record(row: Any) -> TrainingJobRecord:
     return TrainingJobRecord(
-        id=row["id"], name=row["name"], algorithm=row["algorithm"],
-        status=JobStatus(row["status"]), spec=row["spec"], hyperparameters=row["hyperparameters"],
-        instance_count=row["instance_count"], created_at=row["created_at"],
-        start_time=row["start_time"], end_time=row["end_time"],
-        wall_seconds=row["wall_seconds"], billable_seconds=row["billable_seconds"],
-        final_metrics=dict(row["final_metrics"] or {}), failure_reason=row["failure_reason"],
-        artifact=row["artifact"], log_dir=row["log_dir"],
-        stop_requested=bool(row["stop_requested"]), controller_pid=row["controller_pid"],
+        id=row["id"],
+        name=row["name"],
+        algorithm=row["algorithm"],
+        status=JobStatus(row["status"]),
+        spec=row["spec"],
+        hyperparameters=row["hyperparameters"],
+        instance_count=row["instance_count"],
+        created_at=row["created_at"],
+        start_time=row["start_time"],
+        end_time=row["end_time"],
+        wall_seconds=row["wall_seconds"],
+        billable_seconds=row["billable_seconds"],
+        final_metrics=dict(row["final_metrics"] or {}),
+        failure_reason=row["failure_reason"],
+        artifact=row["artifact"],
+        log_dir=row["log_dir"],
+        stop_requested=bool(row["stop_requested"]),
+        controller_pid=row["controller_pid"],
         controller_host=row["controller_host"],
     )
 

@@ -61,6 +61,7 @@ class TrainingController:
         clock: Clock | None = None,
         poll_seconds: float = 0.05,
         stop_check_seconds: float = 0.5,
+        metrics_flush_seconds: float = 0.5,
     ) -> None:
         self.store = store
         self.backend = backend
@@ -68,6 +69,8 @@ class TrainingController:
         self.clock = clock or SystemClock()
         self.poll_seconds = poll_seconds
         self.stop_check_seconds = stop_check_seconds
+        # Batched so the controller costs the workers little CPU; flushed at the end in any case.
+        self.metrics_flush_seconds = metrics_flush_seconds
 
     def prepare(self, spec: TrainingJobSpec) -> PreparedJob:
         """Load and check every input; only then write the job (Pending) to the store."""
@@ -77,11 +80,18 @@ class TrainingController:
         now = self.clock.time()
         job_id = new_job_id(spec.name or spec.algorithm.value, now)
         paths = JobPaths.for_job(self.jobs_dir, job_id, spec)
-        self.store.create_training_job(NewTrainingJob(
-            id=job_id, name=spec.name, algorithm=spec.algorithm.value,
-            spec=spec.model_dump(mode="json"), hyperparameters=dict(spec.hyperparameters),
-            instance_count=spec.instance_count, created_at=now, log_dir=str(paths.logs),
-        ))
+        self.store.create_training_job(
+            NewTrainingJob(
+                id=job_id,
+                name=spec.name,
+                algorithm=spec.algorithm.value,
+                spec=spec.model_dump(mode="json"),
+                hyperparameters=dict(spec.hyperparameters),
+                instance_count=spec.instance_count,
+                created_at=now,
+                log_dir=str(paths.logs),
+            )
+        )
         return PreparedJob(job_id, spec, algorithm, hyperparameters, data, paths)
 
     def run(
@@ -124,11 +134,19 @@ class TrainingController:
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
             wall = self.clock.monotonic() - started
-            self.store.finish_training_job(job.id, JobOutcome(
-                status=ending.status, start_time=start_time, end_time=start_time + wall,
-                wall_seconds=wall, billable_seconds=job.spec.instance_count * wall,
-                final_metrics=final_metrics, failure_reason=ending.reason, artifact=artifact,
-            ))
+            self.store.finish_training_job(
+                job.id,
+                JobOutcome(
+                    status=ending.status,
+                    start_time=start_time,
+                    end_time=start_time + wall,
+                    wall_seconds=wall,
+                    billable_seconds=job.spec.instance_count * wall,
+                    final_metrics=final_metrics,
+                    failure_reason=ending.reason,
+                    artifact=artifact,
+                ),
+            )
         if interrupted:
             raise KeyboardInterrupt
         return self.store.get_training_job(job.id)
@@ -149,10 +167,16 @@ class TrainingController:
         )
         tasks = [
             WorkerTask(
-                job_id=job.id, rank=rank, world_size=world_size, program=job.algorithm.program,
-                hyperparameters=job.hyperparameters, channels=shards,
-                model_dir=scratch / "model", log_path=job.paths.log_path(rank),
-                rendezvous=rendezvous.info, seed=job.spec.seed,
+                job_id=job.id,
+                rank=rank,
+                world_size=world_size,
+                program=job.algorithm.program,
+                hyperparameters=job.hyperparameters,
+                channels=shards,
+                model_dir=scratch / "model",
+                log_path=job.paths.log_path(rank),
+                rendezvous=rendezvous.info,
+                seed=job.spec.seed,
             )
             for rank in range(world_size)
         ]
@@ -166,12 +190,26 @@ class TrainingController:
         started: float,
         final_metrics: dict[str, float],
     ) -> _Ending:
+        pending: list[MetricPoint] = []
+        try:
+            return self._watch(job, group, stop, started, final_metrics, pending)
+        finally:
+            self.store.append_metrics(job.id, pending)
+
+    def _watch(
+        self,
+        job: PreparedJob,
+        group: WorkerGroup,
+        stop: threading.Event,
+        started: float,
+        final_metrics: dict[str, float],
+        pending: list[MetricPoint],
+    ) -> _Ending:
         deadline = started + job.spec.max_runtime_seconds
-        next_stop_check = started
+        next_stop_check = next_flush = started
         finished: set[int] = set()
         while len(finished) < job.spec.instance_count:
             now = self.clock.monotonic()
-            pending: list[MetricPoint] = []
             ending: _Ending | None = None
             for event in group.poll(min(self.poll_seconds, max(deadline - now, 0.0))):
                 if isinstance(event, Report):
@@ -182,15 +220,20 @@ class TrainingController:
                     finished.add(event.rank)
                 elif isinstance(event, Failed):
                     ending = ending or _Ending(
-                        JobStatus.FAILED, f"worker {event.rank} failed: {event.error}")
+                        JobStatus.FAILED, f"worker {event.rank} failed: {event.error}"
+                    )
                 elif isinstance(event, Exited):
                     ending = ending or _Ending(
                         JobStatus.FAILED,
-                        f"worker {event.rank} exited unexpectedly ({_exit_text(event.exitcode)})")
-            self.store.append_metrics(job.id, pending)
+                        f"worker {event.rank} exited unexpectedly ({_exit_text(event.exitcode)})",
+                    )
             if ending is not None:
                 return ending
             now = self.clock.monotonic()
+            if now >= next_flush:
+                next_flush = now + self.metrics_flush_seconds
+                self.store.append_metrics(job.id, pending)
+                pending.clear()
             if stop.is_set():
                 return _Ending(JobStatus.STOPPED, "stop requested")
             if now >= next_stop_check:

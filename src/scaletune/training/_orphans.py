@@ -25,7 +25,9 @@ def reconcile_orphan(store: Store, record: TrainingJobRecord, now: float) -> Tra
         return record
     status = JobStatus.STOPPED if record.stop_requested else JobStatus.FAILED
     store.abandon_training_job(
-        record.id, status,
-        f"controller process {record.controller_pid} ended without finishing the job", now,
+        record.id,
+        status,
+        f"controller process {record.controller_pid} ended without finishing the job",
+        now,
     )
     return store.get_training_job(record.id)

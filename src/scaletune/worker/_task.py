@@ -86,6 +86,9 @@ class WorkerContext:
             return
         finite = {name: float(value) for name, value in metrics.items() if math.isfinite(value)}
         for name in metrics.keys() - finite.keys():
-            print(f"scaletune: dropped non-finite metric {name}={metrics[name]} at step {step}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"scaletune: dropped non-finite metric {name}={metrics[name]} at step {step}",
+                file=sys.stderr,
+                flush=True,
+            )
         self._send(Report(self.rank, step, finite, time.time()))

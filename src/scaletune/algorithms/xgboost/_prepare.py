@@ -23,7 +23,9 @@ def check_labels(
     for name, table in tables.items():
         labels = table.labels
         if objective.is_binary or objective is Objective.REG_LOGISTIC:
-            bad = ~np.isin(labels, (0.0, 1.0)) if objective.is_binary else (labels < 0) | (labels > 1)
+            bad = (
+                ~np.isin(labels, (0.0, 1.0)) if objective.is_binary else (labels < 0) | (labels > 1)
+            )
             wanted = "0 or 1" if objective.is_binary else "in [0, 1]"
         elif objective.is_multiclass:
             classes = hyperparameters.num_class or 0
@@ -49,7 +51,7 @@ class Quantizer:
 
     @classmethod
     def fit(cls, features: FloatArray, max_bin: int) -> Quantizer:
-        edges = []
+        edges: list[tuple[float, ...]] = []
         for column in features.T:
             distinct = np.unique(column)
             if len(distinct) <= max_bin:
@@ -76,7 +78,8 @@ def quantize(
     """Fit on the whole training channel (not a shard), apply to every channel."""
     quantizer = Quantizer.fit(tables[ChannelName.TRAIN].features, max_bin)
     return {
-        name: Table(quantizer.transform(table.features), table.labels, table.source,
-                    table.feature_names)
+        name: Table(
+            quantizer.transform(table.features), table.labels, table.source, table.feature_names
+        )
         for name, table in tables.items()
     }, quantizer

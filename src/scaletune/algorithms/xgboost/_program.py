@@ -23,7 +23,8 @@ def train_xgboost(ctx: WorkerContext) -> None:
     tracker = dict(ctx.task.rendezvous.xgboost_tracker)
     communicator: contextlib.AbstractContextManager[Any] = (
         collective.CommunicatorContext(dmlc_task_id=f"{ctx.rank:06d}", **tracker)
-        if tracker else contextlib.nullcontext()
+        if tracker
+        else contextlib.nullcontext()
     )
     nthread = max(1, (os.cpu_count() or 1) // ctx.world_size)
     params = hyperparameters.booster_params(seed=ctx.task.seed, nthread=nthread)
@@ -33,16 +34,24 @@ def train_xgboost(ctx: WorkerContext) -> None:
             table = ctx.channel(name)
             if table is not None:
                 matrices[name] = xgb.DMatrix(
-                    table.features, label=table.labels, nthread=nthread,
+                    table.features,
+                    label=table.labels,
+                    nthread=nthread,
                     feature_names=list(table.feature_names) if table.feature_names else None,
                 )
         evals = [(matrices[name], name) for name in ("train", "validation") if name in matrices]
         booster = xgb.train(
-            params, matrices["train"], num_boost_round=hyperparameters.num_round, evals=evals,
-            verbose_eval=False, callbacks=[_ReportEachRound(ctx)],
+            params,
+            matrices["train"],
+            num_boost_round=hyperparameters.num_round,
+            evals=evals,
+            verbose_eval=False,
+            callbacks=[_ReportEachRound(ctx)],
         )
         if "test" in matrices:  # evaluation is collective: every rank takes part
-            ctx.report(hyperparameters.num_round, **_parse_eval(booster.eval(matrices["test"], "test")))
+            ctx.report(
+                hyperparameters.num_round, **_parse_eval(booster.eval(matrices["test"], "test"))
+            )
     if ctx.is_chief:
         booster.save_model(ctx.model_dir / MODEL_FILE)
         (ctx.model_dir / "hyperparameters.json").write_text(
@@ -60,16 +69,22 @@ def _parse_eval(line: str) -> dict[str, float]:
     return metrics
 
 
-class _ReportEachRound(xgb.callback.TrainingCallback):  # type: ignore[misc]
+class _ReportEachRound(xgb.callback.TrainingCallback):
     """Rank 0 reports every round's train and validation metrics (step = round)."""
 
     def __init__(self, ctx: WorkerContext) -> None:
         super().__init__()
         self._ctx = ctx
 
-    def after_iteration(self, model: Any, epoch: int, evals_log: dict[str, dict[str, list[float]]]) -> bool:
+    def after_iteration(
+        self,
+        model: Any,
+        epoch: int,
+        evals_log: dict[str, dict[str, list[float] | list[tuple[float, float]]]],
+    ) -> bool:
+        # Entries are (mean, std) pairs only under cross-validation, which workers never run.
         metrics = {
-            f"{data}:{metric}": float(values[-1])
+            f"{data}:{metric}": float(values[-1])  # type: ignore[arg-type]
             for data, by_metric in evals_log.items()
             for metric, values in by_metric.items()
         }

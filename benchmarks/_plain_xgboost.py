@@ -1,0 +1,82 @@
+"""The baseline: distributed XGBoost as a plain xgboost.collective script, no scaletune."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xgboost as xgb
+from xgboost import collective
+from xgboost.tracker import RabitTracker
+
+
+class _RoundTimes(xgb.callback.TrainingCallback):
+    def __init__(self) -> None:
+        super().__init__()
+        self.times: list[float] = []
+
+    def after_iteration(self, model: Any, epoch: int, evals_log: Any) -> bool:
+        self.times.append(time.time())
+        return False
+
+
+def train_worker(
+    rank: int,
+    world: int,
+    args: dict[str, Any],
+    data: Path,
+    params: dict[str, Any],
+    rounds: int,
+    out: Any,
+) -> None:
+    features = np.load(data / "train_x.npy")
+    labels = np.load(data / "train_y.npy")
+    rows = np.array_split(np.arange(len(labels)), world)[rank]
+    with collective.CommunicatorContext(dmlc_task_id=f"{rank:06d}", **args):
+        dtrain = xgb.DMatrix(features[rows], label=labels[rows], nthread=params["nthread"])
+        dvalid = xgb.DMatrix(
+            np.load(data / "valid_x.npy"),
+            label=np.load(data / "valid_y.npy"),
+            nthread=params["nthread"],
+        )
+        timer = _RoundTimes()
+        log: dict[str, Any] = {}
+        xgb.train(
+            params,
+            dtrain,
+            rounds,
+            evals=[(dtrain, "train"), (dvalid, "validation")],
+            evals_result=log,
+            verbose_eval=False,
+            callbacks=[timer],
+        )
+    if rank == 0:
+        out.put((timer.times, log["validation"]["auc"][-1]))
+
+
+def run_plain(
+    data: Path, params: dict[str, Any], rounds: int, world: int
+) -> tuple[list[float], float]:
+    """Round end times on rank 0, and the final validation AUC."""
+    context = mp.get_context("spawn")
+    tracker = RabitTracker(n_workers=world, host_ip="127.0.0.1", sortby="task")
+    tracker.start()
+    args = tracker.worker_args()
+    results = context.Queue()
+    workers = [
+        context.Process(
+            target=train_worker, args=(rank, world, args, data, params, rounds, results)
+        )
+        for rank in range(world)
+    ]
+    for worker in workers:
+        worker.start()
+    times, auc = results.get(timeout=600)
+    for worker in workers:
+        worker.join()
+    tracker.wait_for(60)
+    tracker.free()
+    return times, auc

@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scaletune import ChannelSpec, Estimator, InvalidInputError, Session
+from scaletune.api import ChannelInput
+from scaletune.store import JobStatus
+from tests.conftest import wait_until
+
+DIGITS: dict[str, ChannelInput] = {
+    "train": ChannelSpec(dataset="breast-cancer"),
+    "validation": {"dataset": "breast-cancer"},
+}
+
+
+def test_fit_waits_and_returns_a_handle(session: Session) -> None:
+    job = Estimator(
+        "xgboost",
+        {"num_round": 3, "eval_metric": ["auc", "logloss"]},
+        instance_count=2,
+        session=session,
+    ).fit(DIGITS)
+    record = job.describe()
+    assert record.status is JobStatus.COMPLETED
+    metrics = job.metrics()
+    assert list(metrics.columns) == ["name", "step", "value", "time"]
+    assert set(metrics["name"]) == {
+        "train:auc",
+        "train:logloss",
+        "validation:auc",
+        "validation:logloss",
+    }
+    assert str(metrics["time"].dtype).startswith("datetime64")
+    assert len(job.metrics("validation:auc")) == 3
+    assert job.wait().status is JobStatus.COMPLETED
+
+
+def test_fit_without_waiting_then_stop(session: Session) -> None:
+    job = Estimator(
+        "xgboost", {"num_round": 100_000, "max_depth": 2}, instance_count=2, session=session
+    ).fit(DIGITS, wait=False)
+    wait_until(lambda: len(job.metrics()) > 0)
+    assert len(job.worker_pids) == 2
+    job.stop()
+    record = job.wait(timeout=60)
+    assert record.status is JobStatus.STOPPED
+    assert job.worker_pids == []
+
+
+def test_wait_with_a_timeout(session: Session) -> None:
+    job = Estimator(
+        "xgboost", {"num_round": 100_000, "max_depth": 2}, instance_count=1, session=session
+    ).fit(DIGITS, wait=False)
+    with pytest.raises(TimeoutError, match="still running"):
+        job.wait(timeout=0.01)
+    job.stop()
+    assert job.wait(timeout=60).status is JobStatus.STOPPED
+
+
+def test_bad_estimators_are_refused(session: Session) -> None:
+    with pytest.raises(InvalidInputError, match="instance_count"):
+        Estimator("xgboost", instance_count=0, session=session).fit(DIGITS)
+    with pytest.raises(InvalidInputError, match=r"hyperparameters\.eta"):
+        Estimator("xgboost", {"eta": "fast"}, session=session).fit(DIGITS)
+    assert session.store.list_training_jobs() == []
+
+
+def test_a_session_of_its_own(store_path: Path) -> None:
+    job = Estimator("xgboost", {"num_round": 2}, instance_count=1).fit(DIGITS)
+    assert job.describe().status is JobStatus.COMPLETED
+    with Session() as session:  # the same default store
+        assert [r.id for r in session.store.list_training_jobs()] == [job.id]

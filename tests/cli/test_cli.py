@@ -1,0 +1,167 @@
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from scaletune.cli import main
+from tests.conftest import pid_alive, wait_until
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    argv = sys.argv
+    sys.argv = ["scaletune", *args]
+    try:
+        main()
+        code = 0
+    except SystemExit as exit_:
+        code = int(exit_.code or 0)
+    finally:
+        sys.argv = argv
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_train_json_then_list_show_and_logs(
+    store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _cli(
+        capsys,
+        "train",
+        str(EXAMPLES / "xgboost-csv.toml"),
+        "--json",
+        "--set",
+        "instance_count=3",
+        "--set",
+        "hyperparameters.eta=0.1",
+    )
+    assert code == 0
+    job = json.loads(out)
+    assert job["status"] == "Completed"
+    assert job["instance_count"] == 3
+    assert job["hyperparameters"]["eta"] == 0.1
+    assert job["billable_seconds"] == pytest.approx(3 * job["wall_seconds"])
+    assert 0.9 < job["final_metrics"]["validation:auc"] <= 1.0
+    assert Path(job["artifact"], "xgboost-model.json").exists()
+    for key in ("id", "algorithm", "start_time", "end_time", "failure_reason"):
+        assert key in job
+
+    code, out, _ = _cli(capsys, "jobs", "show", job["id"], "--json")
+    assert (code, json.loads(out)["id"]) == (0, job["id"])
+    code, out, _ = _cli(capsys, "jobs", "list", "--json")
+    assert [entry["id"] for entry in json.loads(out)] == [job["id"]]
+    code, out, _ = _cli(capsys, "jobs", "list")
+    assert code == 0 and "Completed" in out
+    code, out, _ = _cli(capsys, "jobs", "show", job["id"])
+    assert "validation:auc" in out
+    code, out, _ = _cli(capsys, "jobs", "logs", job["id"], "--worker", "2")
+    assert code == 0 and "Task 000002 got rank 2" in out
+    code, out, _ = _cli(capsys, "jobs", "stop", job["id"])
+    assert "already ended: Completed" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["train", "absent.toml"], "job file 'absent.toml' does not exist"),
+        (
+            ["train", str(EXAMPLES / "xgboost-csv.toml"), "--set", "instance_count=0"],
+            "instance_count: Input should be greater than or equal to 1 (got 0)",
+        ),
+        (
+            [
+                "train",
+                str(EXAMPLES / "xgboost-csv.toml"),
+                "--set",
+                "hyperparameters.max_depth=deep",
+            ],
+            "hyperparameters.max_depth",
+        ),
+        (["jobs", "show", "no-such-job"], "no training job with id 'no-such-job'"),
+        (["jobs", "logs", "no-such-job"], "no training job with id 'no-such-job'"),
+        (["jobs", "list", "--store", "mysql://x/y"], "only sqlite and postgresql"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(
+    store_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], expected: str
+) -> None:
+    code, out, err = _cli(capsys, *args)
+    assert code == 2
+    assert expected in err
+    assert len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err + out
+
+
+def test_bad_data_writes_nothing(
+    store_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "train.csv").write_text("1,2\n0,x\n")
+    job = tmp_path / "job.toml"
+    job.write_text('algorithm = "xgboost"\n[channels]\ntrain = "train.csv"\n')
+    code, _, err = _cli(capsys, "train", str(job))
+    assert code == 2 and "line 2 column 2 is 'x'" in err
+    assert _cli(capsys, "jobs", "list", "--json")[1].strip() == "[]"
+    assert not (store_path.parent / "jobs").exists()
+
+
+def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _cli(capsys, "train")
+    assert code == 2 and "Missing argument" in err
+
+
+def test_demo(store_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _cli(capsys, "demo", "--workers", "2", "--json")
+    record = json.loads(out)
+    assert (code, record["status"], record["instance_count"]) == (0, "Completed", 2)
+    assert record["final_metrics"]["validation:auc"] > 0.9
+
+
+def test_ctrl_c_stops_the_job_and_its_workers(store_path: Path, tmp_path: Path) -> None:
+    job_file = tmp_path / "long.toml"
+    job_file.write_text(
+        'algorithm = "xgboost"\ninstance_count = 2\n'
+        "[hyperparameters]\nnum_round = 100000\nmax_depth = 2\n"
+        '[channels.train]\ndataset = "breast-cancer"\n'
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "scaletune", "train", str(job_file), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
+    try:
+        parent = psutil.Process(process.pid)
+        wait_until(lambda: len(parent.children()) == 2, timeout=60)
+        workers = [child.pid for child in parent.children()]
+        wait_until(lambda: _metrics_exist(store_path), timeout=60)
+        process.send_signal(signal.SIGINT)
+        out, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130
+    record = json.loads(out)
+    assert (record["status"], record["failure_reason"]) == ("Stopped", "interrupted (Ctrl-C)")
+    assert not any(pid_alive(pid) for pid in workers)
+
+
+def _metrics_exist(store_path: Path) -> bool:
+    import sqlite3
+
+    if not store_path.exists():
+        return False
+    with sqlite3.connect(store_path) as db:
+        try:
+            return bool(db.execute("select count(*) from metric_points").fetchone()[0])
+        except sqlite3.OperationalError:
+            return False

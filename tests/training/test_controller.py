@@ -1,0 +1,156 @@
+from __future__ import annotations
+
+import dataclasses
+import signal
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scaletune.algorithms.xgboost import XGBoostAlgorithm
+from scaletune.api import Session
+from scaletune.errors import InvalidInputError
+from scaletune.spec import TrainingJobSpec, training_spec_from_dict
+from scaletune.store import JobStatus, TrainingJobRecord
+from scaletune.training import reconcile_orphan
+from scaletune.worker import WorkerProgram
+from tests.cluster import programs
+from tests.conftest import pid_alive, wait_until
+
+
+def _spec(**fields: Any) -> TrainingJobSpec:
+    channel = {"dataset": "breast-cancer"}
+    raw: dict[str, Any] = {
+        "algorithm": "xgboost",
+        "instance_count": 3,
+        "hyperparameters": {"num_round": 5, "eval_metric": "auc"},
+        "channels": {"train": channel, "validation": channel},
+    }
+    raw.update(fields)
+    return training_spec_from_dict(raw)
+
+
+class _ProgramOverride(XGBoostAlgorithm):
+    def __init__(self, program: WorkerProgram) -> None:
+        self._program = program
+
+    @property
+    def program(self) -> WorkerProgram:
+        return self._program
+
+
+def _run_in_thread(session: Session, spec: TrainingJobSpec, program: WorkerProgram | None = None):
+    job = session.controller.prepare(spec)
+    if program is not None:
+        job = dataclasses.replace(job, algorithm=_ProgramOverride(program))
+    groups: list[Any] = []
+    result: list[TrainingJobRecord] = []
+    thread = threading.Thread(
+        target=lambda: result.append(session.controller.run(job, on_started=groups.append))
+    )
+    thread.start()
+    wait_until(lambda: bool(groups))
+    return job, groups[0], thread, result
+
+
+def test_a_completed_job_is_recorded_with_billing_and_model(session: Session) -> None:
+    job = session.controller.prepare(_spec())
+    assert session.store.get_training_job(job.id).status is JobStatus.PENDING
+    record = session.controller.run(job)
+    assert record.status is JobStatus.COMPLETED
+    assert record.failure_reason is None
+    assert record.billable_seconds == pytest.approx(3 * (record.wall_seconds or 0))
+    assert record.end_time == pytest.approx((record.start_time or 0) + (record.wall_seconds or 0))
+    assert set(record.final_metrics) == {"train:auc", "validation:auc"}
+    assert [p.step for p in session.store.metrics(job.id, "validation:auc")] == [1, 2, 3, 4, 5]
+    assert (Path(record.artifact or "") / "xgboost-model.json").exists()
+
+
+def test_a_raising_worker_fails_the_job_and_ends_the_others(session: Session) -> None:
+    _job, group, thread, result = _run_in_thread(session, _spec(), programs.raise_on_rank_one)
+    thread.join(60)
+    record = result[0]
+    assert record.status is JobStatus.FAILED
+    assert record.failure_reason == "worker 1 failed: ValueError: bad shard on rank 1"
+    assert record.artifact is None
+    assert not any(pid_alive(pid) for pid in group.pids)
+    log = Path(record.log_dir or "") / "worker-1.log"
+    assert "Traceback" in log.read_text()
+
+
+def test_a_worker_killed_mid_job_fails_the_job(session: Session) -> None:
+    job, group, thread, result = _run_in_thread(session, _spec(), programs.block_until_killed)
+    wait_until(lambda: bool(session.store.metrics(job.id)))
+    subprocess.run(["kill", "-KILL", str(group.pids[2])], check=True)
+    thread.join(60)
+    record = result[0]
+    assert record.status is JobStatus.FAILED
+    assert record.failure_reason == "worker 2 exited unexpectedly (killed by SIGKILL)"
+    assert not any(pid_alive(pid) for pid in group.pids)
+    assert record.end_time is not None and record.billable_seconds is not None
+    assert [p.name for p in session.store.metrics(job.id)] == ["ready"]
+
+
+def test_a_stop_request_in_the_store_stops_the_job(session: Session) -> None:
+    job, group, thread, result = _run_in_thread(session, _spec(), programs.block_until_killed)
+    wait_until(lambda: bool(session.store.metrics(job.id)))
+    session.store.request_stop(job.id)  # what `scaletune jobs stop` does from another process
+    thread.join(60)
+    assert result[0].status is JobStatus.STOPPED
+    assert result[0].failure_reason == "stop requested"
+    assert not any(pid_alive(pid) for pid in group.pids)
+
+
+def test_max_runtime_stops_the_job(session: Session) -> None:
+    spec = _spec(max_runtime_seconds=0.5)
+    _job, group, thread, result = _run_in_thread(session, spec, programs.block_until_killed)
+    thread.join(60)
+    assert result[0].status is JobStatus.STOPPED
+    assert result[0].failure_reason == "max_runtime_seconds=0.5 reached"
+    assert not any(pid_alive(pid) for pid in group.pids)
+
+
+def test_bad_data_is_refused_before_anything_is_written(session: Session, tmp_path: Path) -> None:
+    (tmp_path / "train.csv").write_text("1,0.5\n2,0.1\n0,0.3\n")
+    spec = _spec(channels={"train": {"path": str(tmp_path / "train.csv")}})
+    with pytest.raises(InvalidInputError, match=r"row 2 has label 2.0, not 0 or 1"):
+        session.controller.prepare(spec)
+    assert session.store.list_training_jobs() == []
+
+
+def test_too_few_rows_for_the_workers(session: Session, tmp_path: Path) -> None:
+    (tmp_path / "train.csv").write_text("1,0.5\n0,0.1\n")
+    spec = _spec(channels={"train": {"path": str(tmp_path / "train.csv")}})
+    with pytest.raises(InvalidInputError, match="2 rows, fewer than instance_count=3"):
+        session.controller.prepare(spec)
+
+
+def test_jobs_of_dead_controllers_are_marked_failed(session: Session) -> None:
+    job = session.controller.prepare(_spec())
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    session.store.mark_in_progress(
+        job.id, 1.0, pid=gone.pid, host=__import__("socket").gethostname()
+    )
+    record = reconcile_orphan(session.store, session.store.get_training_job(job.id), 2.0)
+    assert record.status is JobStatus.FAILED
+    assert f"controller process {gone.pid} ended" in (record.failure_reason or "")
+
+
+def test_interrupt_stops_the_job_and_reraises(session: Session) -> None:
+    job = session.controller.prepare(_spec())
+    job = dataclasses.replace(job, algorithm=_ProgramOverride(programs.block_until_killed))
+    pids: list[int] = []
+
+    def interrupt_soon(group: Any) -> None:
+        pids.extend(group.pids)
+        signal.raise_signal(signal.SIGINT)  # as Ctrl-C does, in the controller's thread
+
+    with pytest.raises(KeyboardInterrupt):
+        session.controller.run(job, on_started=interrupt_soon)
+    record = session.store.get_training_job(job.id)
+    assert record.status is JobStatus.STOPPED
+    assert record.failure_reason == "interrupted (Ctrl-C)"
+    assert not any(pid_alive(pid) for pid in pids)
