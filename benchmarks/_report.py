@@ -14,6 +14,13 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
+BANK_MARKETING_FILE = (
+    Path(__file__).resolve().parents[2]
+    / "shared"
+    / "data"
+    / "bank-marketing"
+    / "bank-additional-full.csv"
+)
 
 
 def machine() -> dict[str, Any]:

@@ -9,34 +9,20 @@ machine does not move a median). Runs alternate; the ratio is of the medians ove
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from benchmarks._plain_xgboost import run_plain
+from benchmarks._report import BANK_MARKETING_FILE as BANK
 from benchmarks._report import summary, write
+from scaletune.algorithms.xgboost import REFERENCE_HYPERPARAMETERS as HYPERPARAMETERS
 from scaletune.algorithms.xgboost import XGBoostHyperparameters
 from scaletune.api import Estimator, Session
 from scaletune.data import prepare_bank_marketing
 
-BANK = (
-    Path(__file__).resolve().parents[2]
-    / "shared"
-    / "data"
-    / "bank-marketing"
-    / "bank-additional-full.csv"
-)
-HYPERPARAMETERS: dict[str, Any] = {
-    "num_round": 150,
-    "eta": 0.3,
-    "colsample_bylevel": 0.5,
-    "colsample_bytree": 0.8,
-    "objective": "binary:logistic",
-    "eval_metric": "auc",
-    "tree_method": "hist",
-}
 WORKERS = 3
 
 
@@ -50,9 +36,9 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=BANK)
     args = parser.parse_args()
     splits = prepare_bank_marketing(args.data)
-    params = XGBoostHyperparameters.model_validate(HYPERPARAMETERS).booster_params(
-        seed=0, nthread=max(1, (__import__("os").cpu_count() or 1) // WORKERS)
-    )
+    reference = XGBoostHyperparameters.model_validate(HYPERPARAMETERS)
+    # The threads scaletune gives each worker: the cores shared out.
+    params = reference.booster_params(seed=0, nthread=max(1, (os.cpu_count() or 1) // WORKERS))
     plain_steps, ours_steps, plain_auc, ours_auc = [], [], [], []
     with tempfile.TemporaryDirectory() as scratch:
         data = Path(scratch)
@@ -63,7 +49,9 @@ def main() -> None:
         channel = {"dataset": "bank-marketing", "dataset_file": str(args.data)}
         with Session(data / "store.db") as session:
             for _ in range(args.repeats):
-                times, auc = run_plain(data, params, HYPERPARAMETERS["num_round"], WORKERS)
+                times, auc = run_plain(
+                    data, params, int(str(HYPERPARAMETERS["num_round"])), WORKERS
+                )
                 plain_steps.append(_step_seconds(times))
                 plain_auc.append(auc)
                 job = Estimator(

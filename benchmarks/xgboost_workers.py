@@ -12,25 +12,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from benchmarks._report import BANK_MARKETING_FILE as BANK
 from benchmarks._report import write
+from scaletune.algorithms.xgboost import REFERENCE_HYPERPARAMETERS as REFERENCE
 from scaletune.api import Estimator, Session
 
-BANK = (
-    Path(__file__).resolve().parents[2]
-    / "shared"
-    / "data"
-    / "bank-marketing"
-    / "bank-additional-full.csv"
-)
-REFERENCE = {
-    "num_round": 150,
-    "eta": 0.3,
-    "colsample_bylevel": 0.5,
-    "colsample_bytree": 0.8,
-    "objective": "binary:logistic",
-    "eval_metric": "auc",
-    "tree_method": "hist",
-}
 CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "bank-marketing": (REFERENCE, {"dataset": "bank-marketing", "dataset_file": str(BANK)}),
     "breast-cancer (max_bin=16)": (

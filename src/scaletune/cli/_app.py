@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 
 from scaletune.api import Session
-from scaletune.cli._render import job_summary, jobs_table, print_json
+from scaletune.cli._render import job_summary, jobs_table, print_json, progress
 from scaletune.errors import InvalidInputError, ScaletuneError, StoreError
 from scaletune.spec import (
     BuiltinDataset,
@@ -160,10 +160,15 @@ def _run_job(spec: TrainingJobSpec, store: str | None, json_output: bool) -> Non
     with Session(store, backend=None) as session:
         session.backend.warm_pool = False  # one job per command: nothing to keep warm
         job = session.controller.prepare(spec)
+        title = f"job {job.id}: {spec.instance_count} worker(s), {spec.algorithm}"
         if not json_output:
-            err.print(f"job {job.id}: {spec.instance_count} worker(s), algorithm {spec.algorithm}")
+            err.print(title, highlight=False)
         try:
-            record = session.controller.run(job)
+            # A live line on a terminal only; rich prints nothing of it elsewhere.
+            with err.status(f"{title}: starting") as status:
+                record = session.controller.run(
+                    job, on_report=lambda report: status.update(f"{title}: {progress(report)}")
+                )
         except KeyboardInterrupt:
             record = session.store.get_training_job(job.id)
             _show(record, json_output)

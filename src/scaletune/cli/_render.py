@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from scaletune.store import JobStatus, TrainingJobRecord
+from scaletune.worker import Report
 
 _STATUS_STYLE = {
     JobStatus.COMPLETED: "green",
@@ -22,6 +23,12 @@ _STATUS_STYLE = {
 
 def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, allow_nan=False) + "\n")
+
+
+def progress(report: Report) -> str:
+    """One line for the live display: the step and the metrics just reported."""
+    metrics = "  ".join(f"{name}={value:.4g}" for name, value in sorted(report.metrics.items()))
+    return f"step {report.step}  {metrics}"
 
 
 def job_summary(console: Console, record: TrainingJobRecord) -> None:

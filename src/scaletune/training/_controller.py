@@ -99,13 +99,18 @@ class TrainingController:
         job: PreparedJob,
         stop: threading.Event | None = None,
         on_started: Callable[[WorkerGroup], None] | None = None,
+        on_report: Callable[[Report], None] | None = None,
     ) -> TrainingJobRecord:
-        """Run to the end. Ctrl-C stops the job (status Stopped), then re-raises."""
+        """Run to the end. Ctrl-C stops the job (status Stopped), then re-raises.
+
+        `on_started` gets the worker group once placed; `on_report` each report (progress).
+        """
         stop = stop or threading.Event()
         start_time, started = self.clock.time(), self.clock.monotonic()
         self.store.mark_in_progress(job.id, start_time, os.getpid(), socket.gethostname())
         scratch = Path(tempfile.mkdtemp(prefix=f"scaletune-{job.id}-"))
         final_metrics: dict[str, float] = {}
+        pending: list[MetricPoint] = []  # reports not yet in the store
         group: WorkerGroup | None = None
         rendezvous: GroupRendezvous | None = None
         interrupted = False
@@ -114,7 +119,9 @@ class TrainingController:
             group = self.backend.launch(tasks)
             if on_started is not None:
                 on_started(group)
-            ending = self._supervise(job, group, stop, started, final_metrics)
+            ending = self._supervise(
+                job, group, stop, started, final_metrics, pending, on_report or _ignore
+            )
         except KeyboardInterrupt:
             interrupted = True
             ending = _Ending(JobStatus.STOPPED, "interrupted (Ctrl-C)")
@@ -133,6 +140,7 @@ class TrainingController:
             ending = _Ending(JobStatus.FAILED, f"could not publish the model: {exc}")
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+            self.store.append_metrics(job.id, pending)
             wall = self.clock.monotonic() - started
             self.store.finish_training_job(
                 job.id,
@@ -189,21 +197,8 @@ class TrainingController:
         stop: threading.Event,
         started: float,
         final_metrics: dict[str, float],
-    ) -> _Ending:
-        pending: list[MetricPoint] = []
-        try:
-            return self._watch(job, group, stop, started, final_metrics, pending)
-        finally:
-            self.store.append_metrics(job.id, pending)
-
-    def _watch(
-        self,
-        job: PreparedJob,
-        group: WorkerGroup,
-        stop: threading.Event,
-        started: float,
-        final_metrics: dict[str, float],
         pending: list[MetricPoint],
+        on_report: Callable[[Report], None],
     ) -> _Ending:
         deadline = started + job.spec.max_runtime_seconds
         next_stop_check = next_flush = started
@@ -216,6 +211,7 @@ class TrainingController:
                     for name, value in event.metrics.items():
                         pending.append(MetricPoint(name, event.step, value, event.time))
                         final_metrics[name] = value
+                    on_report(event)
                 elif isinstance(event, Finished):
                     finished.add(event.rank)
                 elif isinstance(event, Failed):
@@ -258,6 +254,10 @@ class TrainingController:
         shutil.copytree(staged, partial)
         partial.rename(target)
         return target
+
+
+def _ignore(report: Report) -> None:
+    pass
 
 
 def _exit_text(exitcode: int | None) -> str:

@@ -8,18 +8,9 @@ import numpy as np
 import pytest
 import xgboost as xgb
 
+from scaletune.algorithms.xgboost import REFERENCE_HYPERPARAMETERS
 from scaletune.api import Estimator, Session
 from scaletune.store import JobStatus
-
-REFERENCE_HYPERPARAMETERS = {
-    "num_round": 150,
-    "eta": 0.3,
-    "colsample_bylevel": 0.5,
-    "colsample_bytree": 0.8,
-    "objective": "binary:logistic",
-    "eval_metric": "auc",
-    "tree_method": "hist",
-}
 
 
 def test_three_workers_match_one_on_bank_marketing(

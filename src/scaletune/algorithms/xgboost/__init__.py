@@ -13,12 +13,18 @@ from scaletune.errors import InvalidInputError
 from scaletune.spec import ChannelName, DistributionStrategy, TrainingJobSpec
 from scaletune.worker import WorkerProgram
 
-from ._hyperparameters import Objective, TreeMethod, XGBoostHyperparameters
+from ._hyperparameters import (
+    REFERENCE_HYPERPARAMETERS,
+    Objective,
+    TreeMethod,
+    XGBoostHyperparameters,
+)
 from ._prepare import Quantizer, check_labels, quantize
 from ._program import MODEL_FILE, train_xgboost
 
 __all__ = [
     "MODEL_FILE",
+    "REFERENCE_HYPERPARAMETERS",
     "Objective",
     "Quantizer",
     "TreeMethod",
