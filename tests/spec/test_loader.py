@@ -135,6 +135,10 @@ def test_channel_shorthand_is_a_path(tmp_path: Path) -> None:
         _write(tmp_path, 'algorithm = "xgboost"\n[channels]\ntrain = "train.csv"\n')
     )
     assert spec.channels[ChannelName.TRAIN].path == (tmp_path / "train.csv").resolve()
+    replicated = load_training_spec(
+        tmp_path / "job.toml", ["channels.train.distribution=replicated"]
+    )
+    assert replicated.sharding(ChannelName.TRAIN) is ShardingMode.REPLICATED
 
 
 def test_specs_are_immutable() -> None:

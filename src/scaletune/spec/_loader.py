@@ -26,6 +26,7 @@ def load_training_spec(file: Path | str, overrides: Iterable[str] = ()) -> Train
         raise InvalidInputError(f"job file {str(file)!r} cannot be read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise InvalidInputError(f"job file {str(file)!r} is not valid TOML: {exc}") from None
+    _expand_channel_shorthand(raw)  # so that --set channels.train.distribution=... works
     for override in overrides:
         apply_override(raw, override)
     return training_spec_from_dict(raw, base_dir=file.resolve().parent)
@@ -83,13 +84,22 @@ def describe_validation_error(exc: ValidationError) -> str:
     return "; ".join(problems)
 
 
+def _expand_channel_shorthand(raw: dict[str, Any]) -> None:
+    """`train = "data/train.csv"` is short for `[channels.train] path = "data/train.csv"`."""
+    channels = raw.get("channels")
+    if isinstance(channels, dict):
+        raw["channels"] = {
+            name: {"path": channel} if isinstance(channel, str) else channel
+            for name, channel in channels.items()
+        }
+
+
 def _resolve_paths(raw: dict[str, Any], base_dir: Path) -> dict[str, Any]:
+    _expand_channel_shorthand(raw)
     channels = raw.get("channels")
     if isinstance(channels, dict):
         resolved = {}
         for name, channel in channels.items():
-            if isinstance(channel, str):  # shorthand: `train = "data/train.csv"`
-                channel = {"path": channel}
             if isinstance(channel, dict):
                 channel = dict(channel)
                 for key in _PATH_KEYS:
