@@ -10,6 +10,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from scaletune.api import Estimator, Session
 from scaletune.cli import main
 from tests.conftest import pid_alive, wait_until
 
@@ -165,3 +166,18 @@ def _metrics_exist(store_path: Path) -> bool:
             return bool(db.execute("select count(*) from metric_points").fetchone()[0])
         except sqlite3.OperationalError:
             return False
+
+
+def test_jobs_stop_stops_a_running_job(
+    session: Session, capsys: pytest.CaptureFixture[str]
+) -> None:
+    channel = {"dataset": "breast-cancer"}
+    job = Estimator(
+        "xgboost", {"num_round": 100_000, "max_depth": 2}, instance_count=2, session=session
+    ).fit({"train": channel}, wait=False)
+    wait_until(lambda: len(job.metrics()) > 0)
+    code, out, _ = _cli(capsys, "jobs", "stop", job.id)
+    assert code == 0
+    assert f"stop requested for job {job.id}" in out
+    record = job.wait(timeout=60)
+    assert (record.status.value, record.failure_reason) == ("Stopped", "stop requested")

@@ -154,3 +154,12 @@ def test_interrupt_stops_the_job_and_reraises(session: Session) -> None:
     assert record.status is JobStatus.STOPPED
     assert record.failure_reason == "interrupted (Ctrl-C)"
     assert not any(pid_alive(pid) for pid in pids)
+
+
+def test_a_model_that_cannot_be_published_fails_the_job(session: Session, tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the output folder should go")
+    record = session.controller.run(session.controller.prepare(_spec(output_path=str(blocker))))
+    assert record.status is JobStatus.FAILED
+    assert (record.failure_reason or "").startswith("could not publish the model:")
+    assert record.artifact is None

@@ -33,8 +33,8 @@ def progress(report: Report) -> str:
 
 def job_summary(console: Console, record: TrainingJobRecord) -> None:
     table = Table(show_header=False, box=None, pad_edge=False)
-    table.add_column(style="bold")
-    table.add_column()
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")  # paths are never cut short
     style = _STATUS_STYLE[record.status]
     table.add_row("job", record.id)
     table.add_row("status", f"[{style}]{record.status.value}[/{style}]")

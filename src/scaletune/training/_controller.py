@@ -135,9 +135,10 @@ class TrainingController:
             if rendezvous is not None:
                 rendezvous.close(completed=completed)
             if completed:
-                artifact = str(self._publish(job, scratch / "model"))
-        except Exception as exc:
-            ending = _Ending(JobStatus.FAILED, f"could not publish the model: {exc}")
+                try:
+                    artifact = str(self._publish(job, scratch / "model"))
+                except OSError as exc:
+                    ending = _Ending(JobStatus.FAILED, f"could not publish the model: {exc}")
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
             self.store.append_metrics(job.id, pending)
