@@ -30,6 +30,8 @@ from scaletune.training._ids import new_job_id
 from scaletune.training._paths import JobPaths
 from scaletune.worker import ChannelShard, Exited, Failed, Finished, Report, WorkerTask
 
+ROOT_CAUSE_SECONDS = 0.5
+
 
 @dataclass(frozen=True)
 class PreparedJob:
@@ -206,7 +208,7 @@ class TrainingController:
         finished: set[int] = set()
         while len(finished) < job.spec.instance_count:
             now = self.clock.monotonic()
-            ending: _Ending | None = None
+            failures: list[Failed | Exited] = []
             for event in group.poll(min(self.poll_seconds, max(deadline - now, 0.0))):
                 if isinstance(event, Report):
                     for name, value in event.metrics.items():
@@ -215,17 +217,10 @@ class TrainingController:
                     on_report(event)
                 elif isinstance(event, Finished):
                     finished.add(event.rank)
-                elif isinstance(event, Failed):
-                    ending = ending or _Ending(
-                        JobStatus.FAILED, f"worker {event.rank} failed: {event.error}"
-                    )
-                elif isinstance(event, Exited):
-                    ending = ending or _Ending(
-                        JobStatus.FAILED,
-                        f"worker {event.rank} exited unexpectedly ({_exit_text(event.exitcode)})",
-                    )
-            if ending is not None:
-                return ending
+                elif isinstance(event, Failed | Exited):
+                    failures.append(event)
+            if failures:
+                return _failure(self._with_root_cause(group, failures))
             now = self.clock.monotonic()
             if now >= next_flush:
                 next_flush = now + self.metrics_flush_seconds
@@ -244,6 +239,14 @@ class TrainingController:
                 )
         return _Ending(JobStatus.COMPLETED)
 
+    def _with_root_cause(
+        self, group: WorkerGroup, failures: list[Failed | Exited]
+    ) -> list[Failed | Exited]:
+        """A worker's death makes its peers' collectives fail: give a death time to show."""
+        if not any(isinstance(event, Exited) for event in failures):
+            failures += [e for e in group.poll(ROOT_CAUSE_SECONDS) if isinstance(e, Exited)]
+        return failures
+
     def _publish(self, job: PreparedJob, staged: Path) -> Path:
         """Move the model into place in one step, so no half-written artefact is ever seen."""
         for name, content in job.data.artifact_files.items():
@@ -255,6 +258,20 @@ class TrainingController:
         shutil.copytree(staged, partial)
         partial.rename(target)
         return target
+
+
+def _failure(failures: list[Failed | Exited]) -> _Ending:
+    """The job's reason: a worker that died if any (the cause), else the first error."""
+    died = [event for event in failures if isinstance(event, Exited)]
+    if died:
+        event = died[0]
+        return _Ending(
+            JobStatus.FAILED,
+            f"worker {event.rank} exited unexpectedly ({_exit_text(event.exitcode)})",
+        )
+    first = failures[0]
+    assert isinstance(first, Failed)
+    return _Ending(JobStatus.FAILED, f"worker {first.rank} failed: {first.error}")
 
 
 def _ignore(report: Report) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +13,7 @@ import xgboost as xgb
 from scaletune.algorithms.xgboost import REFERENCE_HYPERPARAMETERS
 from scaletune.api import Estimator, Session
 from scaletune.store import JobStatus
+from tests.conftest import pid_alive, wait_until
 
 
 def test_three_workers_match_one_on_bank_marketing(
@@ -55,3 +58,18 @@ def test_quantised_features_give_the_same_model_on_any_worker_count(session: Ses
         assert (Path(record.artifact or "") / "quantizer.json").exists()
         curves.append(job.metrics("validation:logloss")["value"].to_numpy())
     np.testing.assert_allclose(curves[0], curves[1], rtol=1e-5)
+
+
+def test_killing_a_worker_mid_training_fails_the_job_with_that_worker(session: Session) -> None:
+    channel = {"dataset": "breast-cancer"}
+    job = Estimator(
+        "xgboost", {"num_round": 100_000, "max_depth": 2}, instance_count=3, session=session
+    ).fit({"train": channel, "validation": channel}, wait=False)
+    wait_until(lambda: len(job.metrics()) > 0)
+    pids = job.worker_pids
+    os.kill(pids[1], signal.SIGKILL)  # its peers are inside a collective when it goes
+    record = job.wait(timeout=60)
+    assert record.status is JobStatus.FAILED
+    assert record.failure_reason == "worker 1 exited unexpectedly (killed by SIGKILL)"
+    assert not any(pid_alive(pid) for pid in pids)
+    assert record.artifact is None
