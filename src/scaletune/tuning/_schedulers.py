@@ -1,0 +1,84 @@
+"""Schedulers decide, on every report of the objective, whether a trial goes on."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
+
+from scaletune.tuning._searchers import ObjectiveType
+
+
+class Decision(StrEnum):
+    CONTINUE = "Continue"
+    STOP = "Stop"  # stopped early: its status is Stopped
+    FINISH = "Finish"  # reached its full budget (max_resource): its status is Completed
+
+
+@dataclass(frozen=True)
+class Verdict:
+    decision: Decision
+    reason: str | None = None
+
+
+CONTINUE = Verdict(Decision.CONTINUE)
+
+
+class Scheduler(Protocol):
+    def on_report(self, trial: int, resource: int, value: float) -> Verdict:
+        """A trial reported `value` of the objective after `resource` units (step)."""
+        ...
+
+    def on_end(self, trial: int) -> None:
+        """The trial ended (completed, failed or stopped)."""
+        ...
+
+
+class FIFOScheduler:
+    """Every trial runs to the end."""
+
+    def on_report(self, trial: int, resource: int, value: float) -> Verdict:
+        return CONTINUE
+
+    def on_end(self, trial: int) -> None:
+        pass
+
+
+class MedianStoppingScheduler:
+    """Stop a trial whose best value so far is worse than the median, at the same step, of the
+    running averages of trials that got that far (Golovin et al. 2017, "Vizier")."""
+
+    def __init__(
+        self, objective: ObjectiveType, *, grace_resource: int = 1, min_trials: int = 3
+    ) -> None:
+        self._maximize = objective is ObjectiveType.MAXIMIZE
+        self._grace = grace_resource
+        self._min_trials = min_trials
+        self._history: dict[int, dict[int, float]] = {}
+
+    def on_report(self, trial: int, resource: int, value: float) -> Verdict:
+        mine = self._history.setdefault(trial, {})
+        mine[resource] = value
+        if resource < self._grace:
+            return CONTINUE
+        averages = [
+            statistics.fmean(v for step, v in history.items() if step <= resource)
+            for other, history in self._history.items()
+            if other != trial and max(history) >= resource
+        ]
+        if len(averages) < self._min_trials:
+            return CONTINUE
+        median = statistics.median(averages)
+        best = max(mine.values()) if self._maximize else min(mine.values())
+        worse = best < median if self._maximize else best > median
+        if worse:
+            return Verdict(
+                Decision.STOP,
+                f"best {best:.6g} at step {resource} is worse than "
+                f"the median {median:.6g} of {len(averages)} trials",
+            )
+        return CONTINUE
+
+    def on_end(self, trial: int) -> None:
+        pass  # its history keeps counting for later trials

@@ -1,0 +1,144 @@
+"""Searchers propose configurations. Random and Bayesian use Optuna's samplers (ask and tell)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
+
+import optuna
+from optuna.samplers import BaseSampler, RandomSampler, TPESampler
+from optuna.study import StudyDirection
+from optuna.trial import TrialState
+
+from scaletune.errors import InvalidInputError
+from scaletune.tuning._ranges import CategoricalRange, ContinuousRange, IntegerRange
+
+Range = ContinuousRange | IntegerRange | CategoricalRange
+Config = dict[str, object]
+
+
+class ObjectiveType(StrEnum):
+    MAXIMIZE = "Maximize"
+    MINIMIZE = "Minimize"
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    number: int  # 0, 1, 2, ... in the order proposed
+    config: Config
+
+
+class Searcher(Protocol):
+    def suggest(self) -> Suggestion | None:
+        """The next configuration, or None when the search space is exhausted."""
+        ...
+
+    def observe(
+        self,
+        number: int,
+        value: float | None,
+        *,
+        resource: int | None = None,
+        stopped_early: bool = False,
+    ) -> None:
+        """The outcome of suggestion `number`: its objective (None if it failed)."""
+        ...
+
+
+class OptunaSearcher:
+    """Proposals from an Optuna sampler through ask-and-tell, on an in-memory study."""
+
+    def __init__(
+        self, ranges: Mapping[str, Range], sampler: BaseSampler, objective: ObjectiveType
+    ) -> None:
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        self._ranges = dict(ranges)
+        self._distributions = {name: r.distribution() for name, r in self._ranges.items()}
+        direction = (
+            StudyDirection.MAXIMIZE
+            if objective is ObjectiveType.MAXIMIZE
+            else StudyDirection.MINIMIZE
+        )
+        self._study = optuna.create_study(direction=direction, sampler=sampler)
+        self._trials: dict[int, optuna.Trial] = {}
+
+    def suggest(self) -> Suggestion:
+        trial = self._study.ask(self._distributions)
+        self._trials[trial.number] = trial
+        config: Config = {
+            name: self._ranges[name].from_sample(value) for name, value in trial.params.items()
+        }
+        return Suggestion(trial.number, config)
+
+    def observe(
+        self,
+        number: int,
+        value: float | None,
+        *,
+        resource: int | None = None,
+        stopped_early: bool = False,
+    ) -> None:
+        trial = self._trials.pop(number)
+        if value is None:
+            self._study.tell(trial, state=TrialState.FAIL)
+        elif stopped_early:
+            # Samplers weigh a pruned trial by its last intermediate value.
+            trial.report(value, resource or 0)
+            self._study.tell(trial, state=TrialState.PRUNED)
+        else:
+            self._study.tell(trial, value)
+
+
+def random_searcher(
+    ranges: Mapping[str, Range], objective: ObjectiveType, seed: int
+) -> OptunaSearcher:
+    return OptunaSearcher(ranges, RandomSampler(seed=seed), objective)
+
+
+def bayesian_searcher(
+    ranges: Mapping[str, Range], objective: ObjectiveType, seed: int, n_startup: int = 10
+) -> OptunaSearcher:
+    """TPE; the first `n_startup` proposals are random. `constant_liar` keeps parallel
+    proposals apart while their results are pending."""
+    sampler = TPESampler(
+        seed=seed, n_startup_trials=n_startup, multivariate=True, constant_liar=True
+    )
+    return OptunaSearcher(ranges, sampler, objective)
+
+
+class GridSearcher:
+    """Every combination of categorical and integer ranges, in a fixed order."""
+
+    def __init__(self, ranges: Mapping[str, Range]) -> None:
+        axes = {}
+        for name, parameter in ranges.items():
+            if isinstance(parameter, ContinuousRange):
+                raise InvalidInputError(
+                    f"ranges.{name}: Grid search needs Categorical or Integer ranges "
+                    "(a continuous range has no grid); use Random or Bayesian"
+                )
+            axes[name] = parameter.grid()
+        self._names = list(axes)
+        self._points = itertools.product(*axes.values())
+        self._count = 0
+
+    def suggest(self) -> Suggestion | None:
+        point = next(self._points, None)
+        if point is None:
+            return None
+        suggestion = Suggestion(self._count, dict(zip(self._names, point, strict=True)))
+        self._count += 1
+        return suggestion
+
+    def observe(
+        self,
+        number: int,
+        value: float | None,
+        *,
+        resource: int | None = None,
+        stopped_early: bool = False,
+    ) -> None:
+        pass  # the grid does not learn

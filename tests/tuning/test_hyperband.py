@@ -1,0 +1,125 @@
+"""Hyperband's decisions against a worked example, by hand.
+
+min_resource=1, max_resource=9, eta=3, maximise, seed 0:
+  s_max = log3(9) = 2, so three brackets: rungs [1, 3], [3] and [] (the last runs everything
+  to 9). Hyperband's counts per bracket are 9, 5, 3 (weights 9/17, 5/17, 3/17); with seed 0
+  trials 0..11 draw brackets 1, 2, 0, 2, 2, 0, 0, 0, 1, 1, 0, 0.
+At a rung, a trial goes on if it is among the best max(1, n // 3) of the n values recorded there.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from scaletune.tuning import Decision, HyperbandScheduler, ObjectiveType
+
+
+@pytest.fixture
+def hyperband() -> HyperbandScheduler:
+    return HyperbandScheduler(ObjectiveType.MAXIMIZE, min_resource=1, max_resource=9, eta=3, seed=0)
+
+
+def test_brackets_and_their_draw(hyperband: HyperbandScheduler) -> None:
+    assert [bracket.rungs for bracket in hyperband.brackets] == [[1, 3], [3], []]
+    assert [hyperband.bracket_of(trial) for trial in range(12)] == [
+        1,
+        2,
+        0,
+        2,
+        2,
+        0,
+        0,
+        0,
+        1,
+        1,
+        0,
+        0,
+    ]
+    again = HyperbandScheduler(ObjectiveType.MAXIMIZE, min_resource=1, max_resource=9, seed=0)
+    assert [again.bracket_of(trial) for trial in reversed(range(12))] == [
+        0,
+        0,
+        1,
+        1,
+        0,
+        0,
+        0,
+        2,
+        2,
+        0,
+        2,
+        1,
+    ]  # the same draw, whatever the order of asking
+
+
+def test_the_worked_example(hyperband: HyperbandScheduler) -> None:
+    def decide(trial: int, resource: int, value: float) -> Decision:
+        return hyperband.on_report(trial, resource, value).decision
+
+    # Bracket 0, rung 1, in order of arrival: trials 2, 5, 6, 7, 10, 11.
+    assert decide(2, 1, 0.70) is Decision.CONTINUE  # 1 value: best 1 of 1
+    assert decide(5, 1, 0.60) is Decision.STOP  # best 1 of [0.70, 0.60] is 0.70
+    assert decide(6, 1, 0.80) is Decision.CONTINUE  # 0.80 is the best of 3
+    assert decide(7, 1, 0.75) is Decision.STOP  # best 1 of 4 is 0.80
+    assert decide(10, 1, 0.78) is Decision.STOP  # best 1 of 5 is 0.80
+    assert decide(11, 1, 0.79) is Decision.CONTINUE  # 6 values: best 2 are 0.80, 0.79
+    # Between rungs nothing is judged, however bad.
+    assert decide(2, 2, 0.10) is Decision.CONTINUE
+    # Bracket 0, rung 3: trials 2, 6, 11.
+    assert decide(2, 3, 0.72) is Decision.CONTINUE
+    assert decide(6, 3, 0.85) is Decision.CONTINUE
+    verdict = hyperband.on_report(11, 3, 0.74)
+    assert verdict.decision is Decision.STOP
+    assert verdict.reason == "bracket 0 rung 3: 0.74 not in the best 1 of 3"
+    # Past the last rung, a trial runs to max_resource and is finished there.
+    assert decide(6, 8, 0.20) is Decision.CONTINUE
+    assert decide(6, 9, 0.86) is Decision.FINISH
+    # Bracket 1 (rung 3 only): trials 0, 8, 9.
+    assert decide(0, 1, 0.10) is Decision.CONTINUE  # no rung at 1 in this bracket
+    assert decide(0, 3, 0.50) is Decision.CONTINUE
+    assert decide(8, 3, 0.40) is Decision.STOP
+    assert decide(9, 3, 0.90) is Decision.CONTINUE
+    # Bracket 2 has no rungs: plain random search, every trial to max_resource.
+    for trial in (1, 3, 4):
+        assert [decide(trial, r, 0.01) for r in range(1, 9)] == [Decision.CONTINUE] * 8
+        assert decide(trial, 9, 0.01) is Decision.FINISH
+
+
+def test_minimising_ranks_the_other_way() -> None:
+    hyperband = HyperbandScheduler(ObjectiveType.MINIMIZE, min_resource=1, max_resource=9, seed=0)
+    assert hyperband.on_report(2, 1, 0.5).decision is Decision.CONTINUE
+    assert hyperband.on_report(5, 1, 0.9).decision is Decision.STOP  # higher loss is worse
+    assert hyperband.on_report(6, 1, 0.1).decision is Decision.CONTINUE
+
+
+def test_never_judged_before_min_resource() -> None:
+    hyperband = HyperbandScheduler(ObjectiveType.MAXIMIZE, min_resource=2, max_resource=18, seed=0)
+    assert [bracket.rungs for bracket in hyperband.brackets] == [[2, 6], [6], []]
+    for trial in range(20):
+        assert hyperband.on_report(trial, 1, -float(trial)).decision is Decision.CONTINUE
+
+
+def test_bracket_draws_follow_hyperband_weights() -> None:
+    hyperband = HyperbandScheduler(ObjectiveType.MAXIMIZE, min_resource=1, max_resource=30, seed=7)
+    assert [bracket.rungs for bracket in hyperband.brackets] == [
+        [1, 3, 9, 27],
+        [3, 9, 27],
+        [9, 27],
+        [27],
+    ]
+    draws = [hyperband.bracket_of(trial) for trial in range(4900)]
+    shares = [draws.count(b) / len(draws) for b in range(4)]
+    assert shares == pytest.approx([27 / 49, 12 / 49, 6 / 49, 4 / 49], abs=0.02)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"min_resource": 0, "max_resource": 9}, "1 <= min_resource < max_resource"),
+        ({"min_resource": 9, "max_resource": 9}, "1 <= min_resource < max_resource"),
+        ({"min_resource": 1, "max_resource": 9, "eta": 1}, "eta must be 2 or more"),
+    ],
+)
+def test_bad_settings(kwargs: dict[str, int], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        HyperbandScheduler(ObjectiveType.MAXIMIZE, **kwargs)

@@ -1,0 +1,139 @@
+from __future__ import annotations
+
+import pytest
+from pydantic import TypeAdapter, ValidationError
+
+from scaletune.errors import InvalidInputError
+from scaletune.tuning import (
+    CategoricalRange,
+    ContinuousRange,
+    GridSearcher,
+    IntegerRange,
+    ObjectiveType,
+    ParameterRange,
+    Range,
+    Scaling,
+    bayesian_searcher,
+    random_searcher,
+)
+
+# The reference's seven ranges for XGBoost.
+REFERENCE_RANGES: dict[str, Range] = {
+    "num_round": IntegerRange(min_value=100, max_value=200),
+    "eta": ContinuousRange(min_value=0, max_value=1),
+    "min_child_weight": ContinuousRange(min_value=1, max_value=10),
+    "alpha": ContinuousRange(min_value=0, max_value=2),
+    "max_depth": IntegerRange(min_value=1, max_value=10),
+    "colsample_bylevel": ContinuousRange(min_value=0, max_value=1),
+    "colsample_bytree": ContinuousRange(min_value=0, max_value=1),
+}
+
+
+def _inside(config: dict[str, object]) -> bool:
+    for name, value in config.items():
+        bounds = REFERENCE_RANGES[name]
+        assert not isinstance(bounds, CategoricalRange)
+        assert isinstance(value, int | float)
+        if not bounds.min_value <= value <= bounds.max_value:
+            return False
+    return True
+
+
+@pytest.mark.parametrize("make", [random_searcher, bayesian_searcher])
+def test_seeded_searchers_repeat_themselves(make) -> None:
+    def proposals(seed: int) -> list[dict[str, object]]:
+        searcher = make(REFERENCE_RANGES, ObjectiveType.MAXIMIZE, seed)
+        out = []
+        for _ in range(14):  # past TPE's 10 random start-up proposals
+            suggestion = searcher.suggest()
+            assert suggestion is not None
+            out.append(suggestion.config)
+            searcher.observe(suggestion.number, float(suggestion.config["eta"]))
+        return out
+
+    first = proposals(seed=1)
+    assert first == proposals(seed=1)
+    assert first != proposals(seed=2)
+    assert all(_inside(config) for config in first)
+    assert all(isinstance(config["num_round"], int) for config in first)
+
+
+def test_searchers_take_failures_and_early_stops() -> None:
+    searcher = bayesian_searcher(REFERENCE_RANGES, ObjectiveType.MINIMIZE, seed=0, n_startup=2)
+    outcomes = [None, 0.5, 0.4, 0.3]
+    for index, value in enumerate(outcomes):
+        suggestion = searcher.suggest()
+        searcher.observe(suggestion.number, value, resource=3, stopped_early=index == 2)
+    assert _inside(searcher.suggest().config)
+
+
+def test_log_scales_stay_in_range() -> None:
+    ranges: dict[str, Range] = {
+        "lr": ContinuousRange(min_value=1e-5, max_value=1.0),  # Auto -> log: 5 decades
+        "momentum": ContinuousRange(
+            min_value=0.9, max_value=0.999, scaling=Scaling.REVERSE_LOGARITHMIC
+        ),
+        "batch": IntegerRange(min_value=16, max_value=1024, scaling=Scaling.LOGARITHMIC),
+    }
+    assert isinstance(ranges["lr"], ContinuousRange)
+    assert ranges["lr"].effective_scaling is Scaling.LOGARITHMIC
+    searcher = random_searcher(ranges, ObjectiveType.MAXIMIZE, seed=3)
+    configs = [searcher.suggest().config for _ in range(200)]
+    momenta = [float(c["momentum"]) for c in configs]  # type: ignore[arg-type]
+    assert all(0.9 <= m <= 0.999 for m in momenta)
+    assert sum(m > 0.99 for m in momenta) > 50  # dense near 1: half the log range is above .99
+    assert all(1e-5 <= float(c["lr"]) <= 1 for c in configs)  # type: ignore[arg-type]
+    assert sum(float(c["lr"]) < 1e-3 for c in configs) > 60  # type: ignore[arg-type]
+
+
+def test_grid_walks_every_combination_once() -> None:
+    grid = GridSearcher(
+        {
+            "depth": IntegerRange(min_value=1, max_value=3),
+            "booster": CategoricalRange(values=["gbtree", "dart"]),
+        }
+    )
+    configs = []
+    while (suggestion := grid.suggest()) is not None:
+        configs.append(suggestion.config)
+    assert len(configs) == 6
+    assert configs[0] == {"depth": 1, "booster": "gbtree"}
+    assert len({tuple(c.values()) for c in configs}) == 6
+
+
+def test_grid_refuses_continuous_ranges() -> None:
+    with pytest.raises(InvalidInputError, match=r"ranges\.eta: Grid search needs"):
+        GridSearcher({"eta": ContinuousRange(min_value=0, max_value=1)})
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"type": "Continuous", "min_value": 1, "max_value": 1}, "must be below max_value"),
+        ({"type": "Integer", "min_value": 5, "max_value": 2}, "must be below max_value"),
+        (
+            {"type": "Continuous", "min_value": 0, "max_value": 1, "scaling": "Logarithmic"},
+            "needs min_value > 0",
+        ),
+        (
+            {
+                "type": "Continuous",
+                "min_value": 0.5,
+                "max_value": 1,
+                "scaling": "ReverseLogarithmic",
+            },
+            "max_value < 1",
+        ),
+        (
+            {"type": "Integer", "min_value": 1, "max_value": 5, "scaling": "ReverseLogarithmic"},
+            "ReverseLogarithmic is for continuous",
+        ),
+        ({"type": "Categorical", "values": []}, "at least 1 item"),
+        ({"type": "Categorical", "values": ["a", "a"]}, "values repeat"),
+        ({"type": "Uniform", "min_value": 0, "max_value": 1}, "does not match any of the expected"),
+        ({"type": "Continuous", "min_value": 0, "max_value": 1, "step": 2}, "Extra inputs"),
+    ],
+)
+def test_bad_ranges(raw: dict[str, object], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        TypeAdapter(ParameterRange).validate_python(raw)
