@@ -12,8 +12,8 @@ class InvalidInputError(ScaletuneError):
 
 
 class JobNotFoundError(InvalidInputError):
-    def __init__(self, job_id: str) -> None:
-        super().__init__(f"no training job with id {job_id!r}")
+    def __init__(self, job_id: str, kind: str = "training job") -> None:
+        super().__init__(f"no {kind} with id {job_id!r}")
         self.job_id = job_id
 
 

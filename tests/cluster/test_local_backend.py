@@ -165,3 +165,14 @@ def test_programs_in_main_are_refused(tmp_path: Path) -> None:
     in_main.__module__ = "__main__"
     with LocalBackend(preload=()) as backend, pytest.raises(InvalidInputError, match="__main__"):
         backend.launch(_tasks(in_main, 1, tmp_path))
+
+
+def test_a_group_released_while_busy_is_killed_not_pooled(
+    warm_backend: LocalBackend, tmp_path: Path
+) -> None:
+    group = warm_backend.launch(_tasks(programs.block_until_killed, 2, tmp_path))
+    _collect(group, Report, 1)
+    pids = group.pids
+    group.release()  # e.g. a tuning trial stopped early: its workers are mid-task
+    assert not any(pid_alive(pid) for pid in pids)
+    assert not set(pids) & set(warm_backend.idle_pids)

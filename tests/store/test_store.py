@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, update
+from sqlalchemy import create_engine, inspect, text, update
 from sqlalchemy.exc import IntegrityError
 
 from scaletune.errors import JobNotFoundError, StoreError
@@ -207,3 +207,25 @@ def test_store_locations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("SCALETUNE_STORE", "postgresql://u@localhost/db")
     from_env = resolve_store()
     assert (from_env.url, from_env.home) == ("postgresql://u@localhost/db", tmp_path / "home")
+
+
+def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    with Store(url) as store:
+        store.create_training_job(_new("old-job"))
+    engine = create_engine(url)
+    with engine.begin() as conn:  # make it look as version 1 left it
+        conn.execute(text("DROP INDEX ix_training_jobs_tuning_job_id"))
+        for column in ("tuning_job_id", "trial_number", "objective", "resource"):
+            conn.execute(text(f"ALTER TABLE training_jobs DROP COLUMN {column}"))
+        conn.execute(text("DROP TABLE tuning_jobs"))
+        conn.execute(update(meta).where(meta.c.key == "schema_version").values(value="1"))
+    engine.dispose()
+    with Store(url) as store:
+        assert store.get_training_job("old-job").tuning_job_id is None
+        assert "ix_training_jobs_tuning_job_id" in {
+            index["name"] for index in inspect(create_engine(url)).get_indexes("training_jobs")
+        }
+        store.set_trial_result("old-job", 0.5, 3)
+        assert store.get_training_job("old-job").objective == 0.5
+        assert store.list_tuning_jobs() == []

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from scaletune.tuning import Decision, HyperbandScheduler, ObjectiveType
+from scaletune.spec import ObjectiveType
+from scaletune.tuning import Decision, HyperbandScheduler
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from scaletune.tuning import Decision, FIFOScheduler, MedianStoppingScheduler, ObjectiveType
+from scaletune.spec import ObjectiveType
+from scaletune.tuning import Decision, FIFOScheduler, MedianStoppingScheduler
 
 
 def test_fifo_never_stops() -> None:

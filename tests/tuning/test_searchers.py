@@ -4,18 +4,16 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from scaletune.errors import InvalidInputError
-from scaletune.tuning import (
+from scaletune.spec import (
     CategoricalRange,
     ContinuousRange,
-    GridSearcher,
     IntegerRange,
     ObjectiveType,
     ParameterRange,
     Range,
     Scaling,
-    bayesian_searcher,
-    random_searcher,
 )
+from scaletune.tuning import GridSearcher, bayesian_searcher, random_searcher
 
 # The reference's seven ranges for XGBoost.
 REFERENCE_RANGES: dict[str, Range] = {

@@ -50,6 +50,20 @@ class Algorithm(ABC):
         """Controller-side preparation on whole channels, before they are sharded."""
         return PreparedData(tables)
 
+    def reported_metrics(
+        self, spec: TrainingJobSpec, hyperparameters: BaseModel
+    ) -> frozenset[str] | None:
+        """The metric names rank 0 reports every step, or None where that is not known."""
+        return None
+
+    def full_resource(self, hyperparameters: BaseModel) -> int | None:
+        """How many steps a job runs when nothing stops it (rounds, epochs), if known."""
+        return None
+
+    def hyperparameter_names(self) -> frozenset[str]:
+        fields = self.hyperparameters_type.model_fields
+        return frozenset(field.alias or name for name, field in fields.items())
+
     @property
     @abstractmethod
     def program(self) -> WorkerProgram:

@@ -11,6 +11,7 @@ from scaletune.api._job import TrainingJob
 from scaletune.api._session import Session
 from scaletune.cluster import WorkerGroup
 from scaletune.spec import ChannelSpec, TrainingJobSpec, training_spec_from_dict
+from scaletune.training import Stopper
 
 ChannelInput = str | Path | ChannelSpec | Mapping[str, Any]
 
@@ -64,7 +65,7 @@ class Estimator:
             if owns_session:
                 session.close()
             raise
-        stop = threading.Event()
+        stop = Stopper()
         groups: list[WorkerGroup] = []
 
         def run() -> None:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from scaletune.store import Store, TrainingJobRecord
-from scaletune.training import reconcile_orphan
+from scaletune.training import Stopper, reconcile_orphan
 
 
 class TrainingJob:
@@ -19,7 +19,7 @@ class TrainingJob:
         store: Store,
         *,
         thread: threading.Thread | None = None,
-        stop_event: threading.Event | None = None,
+        stop_event: Stopper | None = None,
         worker_pids: Callable[[], list[int]] | None = None,
     ) -> None:
         self.id = job_id
@@ -60,7 +60,7 @@ class TrainingJob:
     def stop(self) -> None:
         """Ask the job to stop; its controller ends the workers and records it as Stopped."""
         if self._stop_event is not None:
-            self._stop_event.set()
+            self._stop_event.request()
         self._store.request_stop(self.id)
 
     @property

@@ -14,6 +14,7 @@ from rich.console import Console
 
 from scaletune.api import Session
 from scaletune.cli._render import job_summary, jobs_table, print_json, progress
+from scaletune.cli._tuning import tune, tuning_app
 from scaletune.errors import InvalidInputError, ScaletuneError, StoreError
 from scaletune.spec import (
     BuiltinDataset,
@@ -34,6 +35,8 @@ app = typer.Typer(
 )
 jobs_app = typer.Typer(no_args_is_help=True, help="Look at and stop training jobs.")
 app.add_typer(jobs_app, name="jobs")
+app.command("tune")(tune)
+app.add_typer(tuning_app, name="tuning")
 
 err = Console(stderr=True)
 out = Console()

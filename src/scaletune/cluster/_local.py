@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 
 from scaletune.errors import InvalidInputError, WorkerStartError
-from scaletune.worker import Exited, Ready, WorkerEvent, WorkerTask
+from scaletune.worker import Exited, Finished, Ready, WorkerEvent, WorkerTask
 
 DEFAULT_PRELOAD = ("numpy", "pandas", "xgboost", "scaletune.algorithms")
 KILL_GRACE_SECONDS = 2.0
@@ -155,7 +155,8 @@ class WorkerGroup:
     def __init__(self, backend: LocalBackend, workers: list[_Worker]) -> None:
         self._backend = backend
         self._workers = workers
-        self._done: set[int] = set()
+        self._done: set[int] = set()  # ranks whose process is gone
+        self._finished: set[int] = set()  # ranks that finished their task
         self._ended = False
 
     @property
@@ -178,7 +179,10 @@ class WorkerGroup:
             worker = self._workers[rank]
             try:
                 while worker.conn.poll():
-                    events.append(worker.conn.recv())
+                    event = worker.conn.recv()
+                    if isinstance(event, Finished):
+                        self._finished.add(rank)
+                    events.append(event)
             except (EOFError, OSError):
                 dead.add(rank)
         for rank in sorted(dead):
@@ -190,8 +194,11 @@ class WorkerGroup:
         return events
 
     def release(self) -> None:
-        """The job ended cleanly: workers go back to the pool."""
-        if not self._ended:
+        """The job is over: workers that all finished their task go back to the pool; a group
+        with any worker still busy (the job was ended early) is killed instead."""
+        if len(self._finished) < len(self._workers):
+            self.kill()
+        elif not self._ended:
             self._ended = True
             self._backend._give_back(self._workers)
 

@@ -11,25 +11,49 @@ from pydantic import ValidationError
 
 from scaletune.errors import InvalidInputError
 from scaletune.spec._training import TrainingJobSpec
+from scaletune.spec._tuning import TuningJobSpec
 
 _PATH_KEYS = ("path", "dataset_file")
 
 
 def load_training_spec(file: Path | str, overrides: Iterable[str] = ()) -> TrainingJobSpec:
     """Read a TOML job file; relative paths in it are relative to the file's folder."""
-    file = Path(file)
+    raw = _read_toml(Path(file))
+    _expand_channel_shorthand(raw)  # so that --set channels.train.distribution=... works
+    for override in overrides:
+        apply_override(raw, override)
+    return training_spec_from_dict(raw, base_dir=Path(file).resolve().parent)
+
+
+def load_tuning_spec(file: Path | str, overrides: Iterable[str] = ()) -> TuningJobSpec:
+    """Read a TOML tuning file: its [training] table is a training job as in a job file."""
+    raw = _read_toml(Path(file))
+    if isinstance(raw.get("training"), dict):
+        _expand_channel_shorthand(raw["training"])
+    for override in overrides:
+        apply_override(raw, override)
+    return tuning_spec_from_dict(raw, base_dir=Path(file).resolve().parent)
+
+
+def tuning_spec_from_dict(raw: Mapping[str, Any], base_dir: Path | None = None) -> TuningJobSpec:
+    data = dict(raw)
+    if isinstance(data.get("training"), dict):
+        data["training"] = _resolve_paths(dict(data["training"]), base_dir or Path.cwd())
     try:
-        raw = tomllib.loads(file.read_text(encoding="utf-8"))
+        return TuningJobSpec.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidInputError(describe_validation_error(exc)) from None
+
+
+def _read_toml(file: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(file.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InvalidInputError(f"job file {str(file)!r} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidInputError(f"job file {str(file)!r} cannot be read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise InvalidInputError(f"job file {str(file)!r} is not valid TOML: {exc}") from None
-    _expand_channel_shorthand(raw)  # so that --set channels.train.distribution=... works
-    for override in overrides:
-        apply_override(raw, override)
-    return training_spec_from_dict(raw, base_dir=file.resolve().parent)
 
 
 def training_spec_from_dict(

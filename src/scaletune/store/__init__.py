@@ -6,7 +6,9 @@ from scaletune.store._records import (
     JobStatus,
     MetricPoint,
     NewTrainingJob,
+    NewTuningJob,
     TrainingJobRecord,
+    TuningJobRecord,
 )
 from scaletune.store._schema import SCHEMA_VERSION
 from scaletune.store._store import Store
@@ -17,9 +19,11 @@ __all__ = [
     "JobStatus",
     "MetricPoint",
     "NewTrainingJob",
+    "NewTuningJob",
     "Store",
     "StoreLocation",
     "TrainingJobRecord",
+    "TuningJobRecord",
     "default_home",
     "resolve_store",
 ]

@@ -30,6 +30,8 @@ class NewTrainingJob:
     instance_count: int
     created_at: float
     log_dir: str
+    tuning_job_id: str | None = None
+    trial_number: int | None = None
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,10 @@ class TrainingJobRecord:
     stop_requested: bool = False
     controller_pid: int | None = None
     controller_host: str | None = None
+    tuning_job_id: str | None = None
+    trial_number: int | None = None
+    objective: float | None = None
+    resource: int | None = None
 
     def to_json_dict(self) -> dict[str, Any]:
         """The job as scripts read it (`--json`): ISO 8601 times, plain values."""
@@ -85,8 +91,40 @@ class TrainingJobRecord:
             "artifact": self.artifact,
             "log_dir": self.log_dir,
             "stop_requested": self.stop_requested,
+            "tuning_job_id": self.tuning_job_id,
+            "trial_number": self.trial_number,
+            "objective": self.objective,
+            "resource": self.resource,
             "spec": self.spec,
         }
+
+
+@dataclass(frozen=True)
+class NewTuningJob:
+    id: str
+    name: str | None
+    strategy: str
+    spec: dict[str, Any]
+    created_at: float
+
+
+@dataclass(frozen=True)
+class TuningJobRecord:
+    id: str
+    name: str | None
+    strategy: str
+    status: JobStatus
+    spec: dict[str, Any]
+    created_at: float
+    start_time: float | None
+    end_time: float | None
+    wall_seconds: float | None
+    best_training_job: str | None
+    best_objective: float | None
+    failure_reason: str | None
+    stop_requested: bool
+    controller_pid: int | None
+    controller_host: str | None
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from sqlalchemy import (
     Text,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 metadata = MetaData()
 
@@ -46,6 +46,39 @@ training_jobs = Table(
     Column("failure_reason", Text),
     Column("artifact", Text),
     Column("log_dir", Text),
+    Column("stop_requested", Boolean, nullable=False, default=False),
+    Column("controller_pid", Integer),
+    Column("controller_host", String(255)),
+    # Set for the trials of a tuning job (schema version 2).
+    Column("tuning_job_id", String(96), index=True),
+    Column("trial_number", Integer),
+    Column("objective", Float),  # the objective's last reported value
+    Column("resource", Integer),  # the objective's last step: how far the trial got
+)
+
+# Columns version 2 added to training_jobs, for migrating a version 1 store in place.
+TRAINING_JOB_COLUMNS_V2 = (
+    ("tuning_job_id", "VARCHAR(96)"),
+    ("trial_number", "INTEGER"),
+    ("objective", "FLOAT"),
+    ("resource", "INTEGER"),
+)
+
+tuning_jobs = Table(
+    "tuning_jobs",
+    metadata,
+    Column("id", String(96), primary_key=True),
+    Column("name", String(64)),
+    Column("strategy", String(16), nullable=False),
+    Column("status", String(16), nullable=False, index=True),
+    Column("spec", JSON, nullable=False),
+    Column("created_at", Float, nullable=False, index=True),
+    Column("start_time", Float),
+    Column("end_time", Float),
+    Column("wall_seconds", Float),
+    Column("best_training_job", String(96)),
+    Column("best_objective", Float),
+    Column("failure_reason", Text),
     Column("stop_requested", Boolean, nullable=False, default=False),
     Column("controller_pid", Integer),
     Column("controller_host", String(255)),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, insert, inspect, select, update
+from sqlalchemy import Engine, create_engine, event, insert, inspect, select, text, update
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 
@@ -15,9 +15,19 @@ from scaletune.store._records import (
     JobStatus,
     MetricPoint,
     NewTrainingJob,
+    NewTuningJob,
     TrainingJobRecord,
+    TuningJobRecord,
 )
-from scaletune.store._schema import SCHEMA_VERSION, meta, metadata, metric_points, training_jobs
+from scaletune.store._schema import (
+    SCHEMA_VERSION,
+    TRAINING_JOB_COLUMNS_V2,
+    meta,
+    metadata,
+    metric_points,
+    training_jobs,
+    tuning_jobs,
+)
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
@@ -64,6 +74,8 @@ class Store:
                     final_metrics={},
                     log_dir=job.log_dir,
                     stop_requested=False,
+                    tuning_job_id=job.tuning_job_id,
+                    trial_number=job.trial_number,
                 )
             )
 
@@ -145,6 +157,93 @@ class Store:
         with self._engine.connect() as conn:
             return [_record(row._mapping) for row in conn.execute(query)]
 
+    def set_trial_result(self, job_id: str, objective: float | None, resource: int | None) -> None:
+        self._update(training_jobs, job_id, objective=objective, resource=resource)
+
+    def training_jobs_of(self, tuning_job_id: str) -> list[TrainingJobRecord]:
+        query = (
+            select(training_jobs)
+            .where(training_jobs.c.tuning_job_id == tuning_job_id)
+            .order_by(training_jobs.c.trial_number)
+        )
+        with self._engine.connect() as conn:
+            return [_record(row._mapping) for row in conn.execute(query)]
+
+    # -- tuning jobs -----------------------------------------------------------------------
+
+    def create_tuning_job(self, job: NewTuningJob) -> None:
+        with self._engine.begin() as conn:
+            conn.execute(
+                insert(tuning_jobs).values(
+                    id=job.id,
+                    name=job.name,
+                    strategy=job.strategy,
+                    spec=job.spec,
+                    status=JobStatus.PENDING.value,
+                    created_at=job.created_at,
+                    stop_requested=False,
+                )
+            )
+
+    def mark_tuning_in_progress(
+        self, tuning_id: str, start_time: float, pid: int, host: str
+    ) -> None:
+        self._update(
+            tuning_jobs,
+            tuning_id,
+            status=JobStatus.IN_PROGRESS.value,
+            start_time=start_time,
+            controller_pid=pid,
+            controller_host=host,
+        )
+
+    def set_tuning_best(self, tuning_id: str, job_id: str, objective: float) -> None:
+        self._update(tuning_jobs, tuning_id, best_training_job=job_id, best_objective=objective)
+
+    def finish_tuning_job(
+        self,
+        tuning_id: str,
+        status: JobStatus,
+        end_time: float,
+        wall_seconds: float,
+        reason: str | None = None,
+    ) -> None:
+        if not status.is_terminal:
+            raise ValueError(f"{status} is not a final status")
+        self._update(
+            tuning_jobs,
+            tuning_id,
+            status=status.value,
+            end_time=end_time,
+            wall_seconds=wall_seconds,
+            failure_reason=reason,
+        )
+
+    def request_tuning_stop(self, tuning_id: str) -> TuningJobRecord:
+        self.get_tuning_job(tuning_id)
+        self._update(tuning_jobs, tuning_id, stop_requested=True)
+        return self.get_tuning_job(tuning_id)
+
+    def get_tuning_job(self, tuning_id: str) -> TuningJobRecord:
+        with self._engine.connect() as conn:
+            row = conn.execute(select(tuning_jobs).where(tuning_jobs.c.id == tuning_id)).first()
+        if row is None:
+            raise JobNotFoundError(tuning_id, kind="tuning job")
+        return _tuning_record(row._mapping)
+
+    def list_tuning_jobs(self, *, limit: int | None = None) -> list[TuningJobRecord]:
+        query = (
+            select(tuning_jobs)
+            .order_by(tuning_jobs.c.created_at.desc(), tuning_jobs.c.id.desc())
+            .limit(limit)
+        )
+        with self._engine.connect() as conn:
+            return [_tuning_record(row._mapping) for row in conn.execute(query)]
+
+    def _update(self, table: Any, row_id: str, **values: object) -> None:
+        with self._engine.begin() as conn:
+            conn.execute(update(table).where(table.c.id == row_id).values(**values))
+
     # -- metrics ---------------------------------------------------------------------------
 
     def append_metrics(self, job_id: str, points: Sequence[MetricPoint]) -> None:
@@ -199,6 +298,14 @@ class Store:
                 return
             found = conn.execute(select(meta.c.value).where(meta.c.key == "schema_version"))
             version = found.scalar_one_or_none()
+            if version == "1":  # add what version 2 brought: tuning jobs
+                for column, sql_type in TRAINING_JOB_COLUMNS_V2:
+                    conn.execute(text(f"ALTER TABLE training_jobs ADD COLUMN {column} {sql_type}"))
+                metadata.create_all(conn)  # the new tables
+                for index in training_jobs.indexes:  # and the new columns' indexes
+                    index.create(conn, checkfirst=True)
+                conn.execute(update(meta).where(meta.c.key == "schema_version").values(value="2"))
+                version = "2"
         if version != str(SCHEMA_VERSION):
             raise StoreError(
                 f"store {_safe(self.url)!r} has schema version {version}; this scaletune "
@@ -255,6 +362,30 @@ def _record(row: Any) -> TrainingJobRecord:
         failure_reason=row["failure_reason"],
         artifact=row["artifact"],
         log_dir=row["log_dir"],
+        stop_requested=bool(row["stop_requested"]),
+        controller_pid=row["controller_pid"],
+        controller_host=row["controller_host"],
+        tuning_job_id=row["tuning_job_id"],
+        trial_number=row["trial_number"],
+        objective=row["objective"],
+        resource=row["resource"],
+    )
+
+
+def _tuning_record(row: Any) -> TuningJobRecord:
+    return TuningJobRecord(
+        id=row["id"],
+        name=row["name"],
+        strategy=row["strategy"],
+        status=JobStatus(row["status"]),
+        spec=row["spec"],
+        created_at=row["created_at"],
+        start_time=row["start_time"],
+        end_time=row["end_time"],
+        wall_seconds=row["wall_seconds"],
+        best_training_job=row["best_training_job"],
+        best_objective=row["best_objective"],
+        failure_reason=row["failure_reason"],
         stop_requested=bool(row["stop_requested"]),
         controller_pid=row["controller_pid"],
         controller_host=row["controller_host"],

@@ -3,5 +3,13 @@
 from scaletune.training._controller import PreparedJob, TrainingController
 from scaletune.training._orphans import controller_alive, reconcile_orphan
 from scaletune.training._paths import JobPaths
+from scaletune.training._stopper import Stopper
 
-__all__ = ["JobPaths", "PreparedJob", "TrainingController", "controller_alive", "reconcile_orphan"]
+__all__ = [
+    "JobPaths",
+    "PreparedJob",
+    "Stopper",
+    "TrainingController",
+    "controller_alive",
+    "reconcile_orphan",
+]

@@ -6,7 +6,6 @@ import os
 import shutil
 import socket
 import tempfile
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from scaletune.store import (
 )
 from scaletune.training._ids import new_job_id
 from scaletune.training._paths import JobPaths
+from scaletune.training._stopper import Stopper
 from scaletune.worker import ChannelShard, Exited, Failed, Finished, Report, WorkerTask
 
 ROOT_CAUSE_SECONDS = 0.5
@@ -74,13 +74,20 @@ class TrainingController:
         # Batched so the controller costs the workers little CPU; flushed at the end in any case.
         self.metrics_flush_seconds = metrics_flush_seconds
 
-    def prepare(self, spec: TrainingJobSpec) -> PreparedJob:
+    def prepare(
+        self,
+        spec: TrainingJobSpec,
+        *,
+        job_id: str | None = None,
+        tuning_job_id: str | None = None,
+        trial_number: int | None = None,
+    ) -> PreparedJob:
         """Load and check every input; only then write the job (Pending) to the store."""
         algorithm = get_algorithm(spec.algorithm)
         hyperparameters = algorithm.parse_hyperparameters(spec.hyperparameters)
         data = algorithm.prepare_data(hyperparameters, load_channels(spec))
         now = self.clock.time()
-        job_id = new_job_id(spec.name or spec.algorithm.value, now)
+        job_id = job_id or new_job_id(spec.name or spec.algorithm.value, now)
         paths = JobPaths.for_job(self.jobs_dir, job_id, spec)
         self.store.create_training_job(
             NewTrainingJob(
@@ -92,6 +99,8 @@ class TrainingController:
                 instance_count=spec.instance_count,
                 created_at=now,
                 log_dir=str(paths.logs),
+                tuning_job_id=tuning_job_id,
+                trial_number=trial_number,
             )
         )
         return PreparedJob(job_id, spec, algorithm, hyperparameters, data, paths)
@@ -99,7 +108,7 @@ class TrainingController:
     def run(
         self,
         job: PreparedJob,
-        stop: threading.Event | None = None,
+        stop: Stopper | None = None,
         on_started: Callable[[WorkerGroup], None] | None = None,
         on_report: Callable[[Report], None] | None = None,
     ) -> TrainingJobRecord:
@@ -107,7 +116,7 @@ class TrainingController:
 
         `on_started` gets the worker group once placed; `on_report` each report (progress).
         """
-        stop = stop or threading.Event()
+        stop = stop or Stopper()
         start_time, started = self.clock.time(), self.clock.monotonic()
         self.store.mark_in_progress(job.id, start_time, os.getpid(), socket.gethostname())
         scratch = Path(tempfile.mkdtemp(prefix=f"scaletune-{job.id}-"))
@@ -197,7 +206,7 @@ class TrainingController:
         self,
         job: PreparedJob,
         group: WorkerGroup,
-        stop: threading.Event,
+        stop: Stopper,
         started: float,
         final_metrics: dict[str, float],
         pending: list[MetricPoint],
@@ -227,7 +236,7 @@ class TrainingController:
                 self.store.append_metrics(job.id, pending)
                 pending.clear()
             if stop.is_set():
-                return _Ending(JobStatus.STOPPED, "stop requested")
+                return _Ending(stop.status, stop.reason)
             if now >= next_stop_check:
                 next_stop_check = now + self.stop_check_seconds
                 if self.store.is_stop_requested(job.id):

@@ -1,13 +1,6 @@
 """Automatic model tuning: ranges, searchers that propose, schedulers that stop early."""
 
 from scaletune.tuning._hyperband import HyperbandScheduler
-from scaletune.tuning._ranges import (
-    CategoricalRange,
-    ContinuousRange,
-    IntegerRange,
-    ParameterRange,
-    Scaling,
-)
 from scaletune.tuning._schedulers import (
     Decision,
     FIFOScheduler,
@@ -17,33 +10,34 @@ from scaletune.tuning._schedulers import (
 )
 from scaletune.tuning._searchers import (
     GridSearcher,
-    ObjectiveType,
     OptunaSearcher,
-    Range,
     Searcher,
     Suggestion,
     bayesian_searcher,
     random_searcher,
 )
+from scaletune.tuning._strategy import make_scheduler, make_searcher
+from scaletune.tuning._summary import TuningSummary, analytics_dataframe, summarize
+from scaletune.tuning._tuner import Tuner, TuningProgress
 
 __all__ = [
-    "CategoricalRange",
-    "ContinuousRange",
     "Decision",
     "FIFOScheduler",
     "GridSearcher",
     "HyperbandScheduler",
-    "IntegerRange",
     "MedianStoppingScheduler",
-    "ObjectiveType",
     "OptunaSearcher",
-    "ParameterRange",
-    "Range",
-    "Scaling",
     "Scheduler",
     "Searcher",
     "Suggestion",
+    "Tuner",
+    "TuningProgress",
+    "TuningSummary",
     "Verdict",
+    "analytics_dataframe",
     "bayesian_searcher",
+    "make_scheduler",
+    "make_searcher",
     "random_searcher",
+    "summarize",
 ]

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from scaletune.spec import ObjectiveType
 from scaletune.tuning._schedulers import CONTINUE, Decision, Verdict
-from scaletune.tuning._searchers import ObjectiveType
 
 
 @dataclass

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
-from scaletune.tuning._searchers import ObjectiveType
+from scaletune.spec import ObjectiveType
 
 
 class Decision(StrEnum):

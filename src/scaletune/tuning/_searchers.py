@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Protocol
 
 import optuna
@@ -14,15 +13,9 @@ from optuna.study import StudyDirection
 from optuna.trial import TrialState
 
 from scaletune.errors import InvalidInputError
-from scaletune.tuning._ranges import CategoricalRange, ContinuousRange, IntegerRange
+from scaletune.spec import ContinuousRange, ObjectiveType, Range
 
-Range = ContinuousRange | IntegerRange | CategoricalRange
 Config = dict[str, object]
-
-
-class ObjectiveType(StrEnum):
-    MAXIMIZE = "Maximize"
-    MINIMIZE = "Minimize"
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,22 @@ class XGBoostAlgorithm(Algorithm):
         binned, quantizer = quantize(tables, hyperparameters.max_bin)
         return PreparedData(binned, {"quantizer.json": quantizer.to_json()})
 
+    def reported_metrics(
+        self, spec: TrainingJobSpec, hyperparameters: BaseModel
+    ) -> frozenset[str] | None:
+        assert isinstance(hyperparameters, XGBoostHyperparameters)
+        metrics = hyperparameters.eval_metric or [hyperparameters.objective.default_metric]
+        sets = [
+            name.value
+            for name in (ChannelName.TRAIN, ChannelName.VALIDATION)
+            if name in spec.channels
+        ]
+        return frozenset(f"{data}:{metric}" for data in sets for metric in metrics)
+
+    def full_resource(self, hyperparameters: BaseModel) -> int | None:
+        assert isinstance(hyperparameters, XGBoostHyperparameters)
+        return hyperparameters.num_round
+
     @property
     def program(self) -> WorkerProgram:
         return train_xgboost

@@ -35,6 +35,24 @@ class Objective(StrEnum):
     def is_multiclass(self) -> bool:
         return self.value.startswith("multi:")
 
+    @property
+    def default_metric(self) -> str:
+        """What XGBoost evaluates when eval_metric is not given."""
+        return _DEFAULT_METRIC[self]
+
+
+_DEFAULT_METRIC = {
+    Objective.BINARY_LOGISTIC: "logloss",
+    Objective.BINARY_LOGITRAW: "logloss",
+    Objective.BINARY_HINGE: "error",
+    Objective.REG_SQUAREDERROR: "rmse",
+    Objective.REG_ABSOLUTEERROR: "mae",
+    Objective.REG_PSEUDOHUBERERROR: "mphe",
+    Objective.REG_LOGISTIC: "rmse",
+    Objective.COUNT_POISSON: "poisson-nloglik",
+    Objective.MULTI_SOFTMAX: "mlogloss",
+    Objective.MULTI_SOFTPROB: "mlogloss",
+}
 
 _METRIC = re.compile(
     r"^(auc|aucpr|logloss|error(@[0-9.]+)?|rmse|rmsle|mae|mape|mphe|mlogloss|merror|"

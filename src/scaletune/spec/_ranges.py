@@ -20,6 +20,11 @@ CategoryValue = str | int | float | bool
 AUTO_LOG_DECADES = 3.0
 
 
+class ObjectiveType(StrEnum):
+    MAXIMIZE = "Maximize"
+    MINIMIZE = "Minimize"
+
+
 class Scaling(StrEnum):
     AUTO = "Auto"
     LINEAR = "Linear"
@@ -118,6 +123,7 @@ class CategoricalRange(_Range):
         return list(self.values)
 
 
+Range = ContinuousRange | IntegerRange | CategoricalRange
 ParameterRange = Annotated[
     ContinuousRange | IntegerRange | CategoricalRange, Field(discriminator="type")
 ]

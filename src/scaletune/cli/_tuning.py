@@ -1,0 +1,170 @@
+"""`scaletune tune` and `scaletune tuning ...`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from scaletune.api import Session
+from scaletune.cli._render import print_json
+from scaletune.spec import load_tuning_spec
+from scaletune.store import JobStatus
+from scaletune.tuning import Tuner, TuningProgress, TuningSummary, analytics_dataframe, summarize
+
+tuning_app = typer.Typer(no_args_is_help=True, help="Look at and stop tuning jobs.")
+err = Console(stderr=True)
+out = Console()
+
+StoreOption = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        envvar="SCALETUNE_STORE",
+        help="SQLite file or database URL (default: ~/.local/share/scaletune).",
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the tuning job as JSON.")]
+
+
+def tune(
+    file: Annotated[Path, typer.Argument(help="A TOML tuning file.")],
+    overrides: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set", help="Override a key: --set max_jobs=6 --set training.instance_count=2"
+        ),
+    ] = None,
+    json_output: JsonOption = False,
+    store: StoreOption = None,
+) -> None:
+    """Run a tuning job: every trial is a distributed training job."""
+    spec = load_tuning_spec(file, overrides or ())
+    with Session(store) as session, err.status("tuning: starting") as status:
+
+        def show(progress: TuningProgress) -> None:
+            best = "-" if progress.best is None else f"{progress.best:.6g}"
+            status.update(
+                f"tuning: {progress.running} running, {progress.ended}/"
+                f"{progress.max_jobs} ended, best {spec.objective_metric} {best}"
+            )
+
+        tuner = Tuner(session.controller, on_progress=show)
+        tuning_id = tuner.create(spec)
+        if not json_output:
+            err.print(
+                f"tuning job {tuning_id}: {spec.strategy.value}, {spec.max_jobs} jobs, "
+                f"{spec.max_parallel_jobs} at a time",
+                highlight=False,
+            )
+        try:
+            tuner.run(tuning_id, spec)
+        finally:
+            summary = summarize(session.store, tuning_id)
+    _show(summary, json_output)
+    if summary.record.status is not JobStatus.COMPLETED:
+        raise typer.Exit(1)
+
+
+@tuning_app.command("list")
+def tuning_list(
+    limit: Annotated[int, typer.Option(min=1, help="At most this many, newest first.")] = 20,
+    json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    store: StoreOption = None,
+) -> None:
+    """List tuning jobs, newest first."""
+    with Session(store) as session:
+        summaries = [
+            summarize(session.store, record.id)
+            for record in session.store.list_tuning_jobs(limit=limit)
+        ]
+    if json_output:
+        print_json([summary.to_json_dict() for summary in summaries])
+        return
+    table = Table(box=None, header_style="bold")
+    for column in ("id", "status", "strategy", "jobs", "best", "worker-s"):
+        table.add_column(column, no_wrap=column != "best")
+    for summary in summaries:
+        best = summary.record.best_objective
+        table.add_row(
+            summary.record.id,
+            summary.record.status.value,
+            summary.record.strategy,
+            str(len(summary.trials)),
+            "-" if best is None else f"{best:.4f}",
+            f"{summary.billable_seconds:.1f}",
+        )
+    out.print(table)
+
+
+@tuning_app.command("show")
+def tuning_show(tuning_id: str, json_output: JsonOption = False, store: StoreOption = None) -> None:
+    """Show a tuning job: best job, job counts, cost and time."""
+    with Session(store) as session:
+        summary = summarize(session.store, tuning_id)
+    _show(summary, json_output)
+
+
+@tuning_app.command("analytics")
+def tuning_analytics(
+    tuning_id: str,
+    csv: Annotated[Path | None, typer.Option("--csv", help="Write the table to this file.")] = None,
+    store: StoreOption = None,
+) -> None:
+    """One row per training job: hyperparameters, status, objective, times, cost."""
+    with Session(store) as session:
+        frame = analytics_dataframe(session.store, tuning_id)
+    if csv is not None:
+        frame.to_csv(csv, index=False)
+        out.print(f"wrote {len(frame)} rows to {csv}")
+    else:
+        out.print(frame.to_string(index=False))
+
+
+@tuning_app.command("stop")
+def tuning_stop(tuning_id: str, store: StoreOption = None) -> None:
+    """Stop a tuning job: its running training jobs are stopped, no new ones start."""
+    with Session(store) as session:
+        record = session.store.get_tuning_job(tuning_id)
+        if record.status.is_terminal:
+            out.print(f"tuning job {tuning_id} already ended: {record.status.value}")
+            return
+        session.store.request_tuning_stop(tuning_id)
+    out.print(f"stop requested for tuning job {tuning_id}")
+
+
+def _show(summary: TuningSummary, json_output: bool) -> None:
+    if json_output:
+        print_json(summary.to_json_dict())
+        return
+    data = summary.to_json_dict()
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")
+    table.add_row("tuning job", data["id"])
+    table.add_row("status", data["status"])
+    if data["failure_reason"]:
+        table.add_row("reason", data["failure_reason"])
+    table.add_row("strategy", data["strategy"])
+    counts = ", ".join(f"{n} {status}" for status, n in data["job_counts"].items() if n)
+    table.add_row("jobs", counts or "none")
+    if data["best_training_job"]:
+        table.add_row("best job", data["best_training_job"])
+        table.add_row(f"best {data['objective_metric']}", f"{data['best_objective']:.6g}")
+        table.add_row(
+            "best hyperparameters",
+            ", ".join(f"{k}={v}" for k, v in sorted(data["best_hyperparameters"].items())),
+        )
+    table.add_row("billable", f"{data['billable_seconds']:.1f} worker-seconds")
+    estimate = data["billable_seconds_without_early_stopping"]
+    table.add_row("without early stopping", f"~{estimate:.1f} worker-seconds (estimated)")
+    if data["wall_seconds"] is not None:
+        table.add_row(
+            "wall time",
+            f"{data['wall_seconds']:.1f} s (one after another: "
+            f"{data['sequential_wall_seconds']:.1f} s)",
+        )
+    out.print(table)

@@ -1,0 +1,125 @@
+"""The typed description of a tuning job: what to search, how, and within which limits."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from scaletune.errors import InvalidInputError
+from scaletune.spec._ranges import (
+    CategoricalRange,
+    ContinuousRange,
+    ObjectiveType,
+    ParameterRange,
+    Range,
+)
+from scaletune.spec._training import TrainingJobSpec, _Frozen
+
+
+class Strategy(StrEnum):
+    RANDOM = "Random"
+    GRID = "Grid"
+    BAYESIAN = "Bayesian"
+    HYPERBAND = "Hyperband"
+
+
+class EarlyStopping(StrEnum):
+    OFF = "Off"
+    AUTO = "Auto"  # median stopping
+
+
+class HyperbandSpec(_Frozen):
+    """The resource is the step of the objective metric (boosting round, epoch)."""
+
+    min_resource: int = Field(default=1, ge=1)
+    max_resource: int = Field(ge=2)
+    eta: int = Field(default=3, ge=2)
+    searcher: Literal["Random", "Bayesian"] = "Random"  # Bayesian + Hyperband is BOHB-like
+
+    @model_validator(mode="after")
+    def _ordered(self) -> HyperbandSpec:
+        if self.min_resource >= self.max_resource:
+            raise ValueError(
+                f"min_resource must be below max_resource (got {self.min_resource}, "
+                f"{self.max_resource})"
+            )
+        return self
+
+
+class TuningJobSpec(_Frozen):
+    name: str | None = None
+    objective_metric: str
+    objective_type: ObjectiveType = ObjectiveType.MAXIMIZE
+    strategy: Strategy = Strategy.BAYESIAN
+    hyperband: HyperbandSpec | None = None
+    early_stopping: EarlyStopping = EarlyStopping.OFF
+    ranges: dict[str, ParameterRange] = Field(min_length=1)
+    max_jobs: int = Field(ge=1, le=10_000)
+    max_parallel_jobs: int = Field(default=1, ge=1)
+    seed: int = Field(default=0, ge=0, le=2**31 - 1)
+    target_objective: float | None = None
+    max_jobs_without_improvement: int | None = Field(default=None, ge=1)
+    training: TrainingJobSpec
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TuningJobSpec:
+        if self.max_parallel_jobs > self.max_jobs:
+            raise InvalidInputError(
+                f"max_parallel_jobs={self.max_parallel_jobs} is more than max_jobs={self.max_jobs}"
+            )
+        if self.strategy is Strategy.HYPERBAND:
+            if self.hyperband is None:
+                raise InvalidInputError(
+                    "strategy 'Hyperband' needs [hyperband] with max_resource (and min_resource)"
+                )
+            if self.early_stopping is not EarlyStopping.OFF:
+                raise InvalidInputError(
+                    f"early_stopping={self.early_stopping.value!r} with strategy 'Hyperband': "
+                    "Hyperband stops poor jobs itself; set early_stopping = 'Off'"
+                )
+        elif self.hyperband is not None:
+            raise InvalidInputError(
+                f"[hyperband] is for strategy 'Hyperband', not {self.strategy.value!r}"
+            )
+        if self.strategy is Strategy.GRID:
+            for name, parameter in self.ranges.items():
+                if isinstance(parameter, ContinuousRange):
+                    raise InvalidInputError(
+                        f"ranges.{name}: Grid search needs Categorical or Integer ranges"
+                    )
+        self._check_against_algorithm()
+        return self
+
+    def _check_against_algorithm(self) -> None:
+        # Imported here: algorithms import this package for their own signatures.
+        from scaletune.algorithms import get_algorithm
+
+        algorithm = get_algorithm(self.training.algorithm)
+        known = algorithm.hyperparameter_names()
+        base = dict(self.training.hyperparameters)
+        for name, parameter in self.ranges.items():
+            if name not in known:
+                raise InvalidInputError(
+                    f"ranges.{name}: {self.training.algorithm.value} has no hyperparameter {name!r}"
+                )
+            for value in _extremes(parameter):
+                try:
+                    algorithm.parse_hyperparameters({**base, name: value})
+                except InvalidInputError as exc:
+                    raise InvalidInputError(
+                        f"ranges.{name}: {value!r} is not allowed: {exc}"
+                    ) from None
+        reported = algorithm.reported_metrics(self.training, algorithm.parse_hyperparameters(base))
+        if reported is not None and self.objective_metric not in reported:
+            raise InvalidInputError(
+                f"objective_metric {self.objective_metric!r} is never reported by this job; "
+                f"it reports {sorted(reported)}"
+            )
+
+
+def _extremes(parameter: Range) -> list[object]:
+    if isinstance(parameter, CategoricalRange):
+        return list(parameter.values)
+    return [parameter.min_value, parameter.max_value]

@@ -1,0 +1,29 @@
+"""How others end a running job: a stop with a status and a reason, from any thread."""
+
+from __future__ import annotations
+
+import threading
+
+from scaletune.store import JobStatus
+
+
+class Stopper:
+    """Set once; the first request wins. Stopped jobs end as Stopped unless told Completed
+    (a tuning trial that reached its full budget)."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self.status = JobStatus.STOPPED
+        self.reason = "stop requested"
+
+    def request(
+        self, status: JobStatus = JobStatus.STOPPED, reason: str = "stop requested"
+    ) -> None:
+        with self._lock:
+            if not self._event.is_set():
+                self.status, self.reason = status, reason
+                self._event.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()

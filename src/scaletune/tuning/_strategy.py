@@ -1,0 +1,38 @@
+"""From a tuning spec to the searcher that proposes and the scheduler that stops."""
+
+from __future__ import annotations
+
+from scaletune.spec import EarlyStopping, Strategy, TuningJobSpec
+from scaletune.tuning._hyperband import HyperbandScheduler
+from scaletune.tuning._schedulers import FIFOScheduler, MedianStoppingScheduler, Scheduler
+from scaletune.tuning._searchers import (
+    GridSearcher,
+    Searcher,
+    bayesian_searcher,
+    random_searcher,
+)
+
+
+def make_searcher(spec: TuningJobSpec) -> Searcher:
+    ranges, objective, seed = spec.ranges, spec.objective_type, spec.seed
+    if spec.strategy is Strategy.GRID:
+        return GridSearcher(ranges)
+    if spec.strategy is Strategy.BAYESIAN or (
+        spec.hyperband is not None and spec.hyperband.searcher == "Bayesian"
+    ):
+        return bayesian_searcher(ranges, objective, seed)
+    return random_searcher(ranges, objective, seed)  # Random, and Hyperband's default
+
+
+def make_scheduler(spec: TuningJobSpec) -> Scheduler:
+    if spec.hyperband is not None:
+        return HyperbandScheduler(
+            spec.objective_type,
+            min_resource=spec.hyperband.min_resource,
+            max_resource=spec.hyperband.max_resource,
+            eta=spec.hyperband.eta,
+            seed=spec.seed,
+        )
+    if spec.early_stopping is EarlyStopping.AUTO:
+        return MedianStoppingScheduler(spec.objective_type)
+    return FIFOScheduler()

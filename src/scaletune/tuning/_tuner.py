@@ -1,0 +1,272 @@
+"""The Tuner loop: it only orchestrates. Searchers propose, schedulers decide, jobs train."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import socket
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from scaletune.clock import Clock, SystemClock
+from scaletune.errors import InvalidInputError
+from scaletune.spec import ObjectiveType, TuningJobSpec
+from scaletune.store import (
+    JobOutcome,
+    JobStatus,
+    NewTrainingJob,
+    NewTuningJob,
+    Store,
+    TuningJobRecord,
+)
+from scaletune.training import PreparedJob, Stopper, TrainingController
+from scaletune.training._ids import new_job_id
+from scaletune.tuning._schedulers import Decision, Scheduler
+from scaletune.tuning._searchers import Searcher, Suggestion
+from scaletune.tuning._strategy import make_scheduler, make_searcher
+from scaletune.worker import Report
+
+
+@dataclass(frozen=True)
+class TuningProgress:
+    """For a live display: how many trials are where, and the best so far."""
+
+    running: int
+    ended: int
+    max_jobs: int
+    best: float | None
+
+
+@dataclass
+class _Trial:
+    number: int
+    job_id: str
+    stopper: Stopper
+    thread: threading.Thread
+
+
+class Tuner:
+    """Runs one tuning job: up to max_parallel_jobs training jobs at once, max_jobs in all."""
+
+    def __init__(
+        self,
+        controller: TrainingController,
+        *,
+        clock: Clock | None = None,
+        poll_seconds: float = 0.25,
+        on_progress: Callable[[TuningProgress], None] | None = None,
+    ) -> None:
+        self.controller = controller
+        self.store: Store = controller.store
+        self.clock = clock or SystemClock()
+        self.poll_seconds = poll_seconds
+        self.on_progress = on_progress
+
+    def create(self, spec: TuningJobSpec) -> str:
+        tuning_id = new_job_id(spec.name or "tuning", self.clock.time())
+        self.store.create_tuning_job(
+            NewTuningJob(
+                id=tuning_id,
+                name=spec.name,
+                strategy=spec.strategy.value,
+                spec=spec.model_dump(mode="json"),
+                created_at=self.clock.time(),
+            )
+        )
+        return tuning_id
+
+    def run(self, tuning_id: str, spec: TuningJobSpec) -> TuningJobRecord:
+        """Run to the end. Ctrl-C stops every running trial and the tuning job, then re-raises."""
+        return _Run(self, tuning_id, spec).run()
+
+
+class _Run:
+    """The state of one tuning job while it runs."""
+
+    def __init__(self, tuner: Tuner, tuning_id: str, spec: TuningJobSpec) -> None:
+        self.tuner, self.store, self.spec, self.id = tuner, tuner.store, spec, tuning_id
+        self.searcher: Searcher = make_searcher(spec)
+        self.scheduler: Scheduler = make_scheduler(spec)
+        self.lock = threading.Lock()  # searcher and scheduler are used from trial threads
+        self.ended: queue.Queue[int] = queue.Queue()
+        self.running: dict[int, _Trial] = {}
+        self.proposed = 0
+        self.best: float | None = None
+        self.since_improvement = 0
+        self.halt_reason: str | None = None  # set when no more trials should start
+
+    def run(self) -> TuningJobRecord:
+        clock = self.tuner.clock
+        start, started = clock.time(), clock.monotonic()
+        self.store.mark_tuning_in_progress(self.id, start, os.getpid(), socket.gethostname())
+        status, interrupted = JobStatus.COMPLETED, False
+        try:
+            while self._launch_more() or self.running:
+                self._progress()
+                self._wait_for_a_trial()
+                if self.store.get_tuning_job(self.id).stop_requested and self.halt_reason is None:
+                    self.halt_reason = "stop requested"
+                    status = JobStatus.STOPPED
+                    self._stop_all("the tuning job was stopped")
+        except KeyboardInterrupt:
+            status, interrupted = JobStatus.STOPPED, True
+            self.halt_reason = "interrupted (Ctrl-C)"
+            self._stop_all("the tuning job was interrupted")
+        finally:
+            for trial in list(self.running.values()):
+                trial.thread.join()
+            while not self.ended.empty():
+                self._finish_trial(self.ended.get())
+            self.store.finish_tuning_job(
+                self.id,
+                status,
+                clock.time(),
+                clock.monotonic() - started,
+                self.halt_reason if status is JobStatus.STOPPED else None,
+            )
+        if interrupted:
+            raise KeyboardInterrupt
+        return self.store.get_tuning_job(self.id)
+
+    def _progress(self) -> None:
+        if self.tuner.on_progress is not None:
+            ended = self.proposed - len(self.running)
+            self.tuner.on_progress(
+                TuningProgress(len(self.running), ended, self.spec.max_jobs, self.best)
+            )
+
+    def _launch_more(self) -> bool:
+        """Start trials up to the limits; False once none will ever start again."""
+        while (
+            self.halt_reason is None
+            and self.proposed < self.spec.max_jobs
+            and len(self.running) < self.spec.max_parallel_jobs
+        ):
+            with self.lock:
+                suggestion = self.searcher.suggest()
+            if suggestion is None:
+                self.halt_reason = "the search space is exhausted"
+                break
+            self.proposed += 1
+            self._start(suggestion)
+        return self.halt_reason is None and self.proposed < self.spec.max_jobs
+
+    def _start(self, suggestion: Suggestion) -> None:
+        training = self.spec.training.model_copy(
+            update={"hyperparameters": {**self.spec.training.hyperparameters, **suggestion.config}}
+        )
+        job_id = f"{self.id}-{suggestion.number:03d}"
+        try:
+            prepared = self.tuner.controller.prepare(
+                training, job_id=job_id, tuning_job_id=self.id, trial_number=suggestion.number
+            )
+        except InvalidInputError as exc:  # recorded as a failed trial; the tuning goes on
+            self._record_unstartable(job_id, training.model_dump(mode="json"), suggestion, exc)
+            return
+        stopper = Stopper()
+        thread = threading.Thread(
+            target=self._train,
+            args=(prepared, stopper, suggestion.number),
+            name=f"scaletune-{job_id}",
+            daemon=True,
+        )
+        self.running[suggestion.number] = _Trial(suggestion.number, job_id, stopper, thread)
+        thread.start()
+
+    def _train(self, job: PreparedJob, stopper: Stopper, number: int) -> None:
+        full = job.algorithm.full_resource(job.hyperparameters)
+        try:
+            self.tuner.controller.run(
+                job, stopper, on_report=lambda report: self._judge(number, stopper, report, full)
+            )
+        finally:
+            self.ended.put(number)
+
+    def _judge(self, number: int, stopper: Stopper, report: Report, full: int | None) -> None:
+        """Runs in the trial's thread for every report: the scheduler decides."""
+        value = report.metrics.get(self.spec.objective_metric)
+        if value is None:
+            return
+        with self.lock:
+            verdict = self.scheduler.on_report(number, report.step, value)
+        if verdict.decision is Decision.STOP:
+            stopper.request(JobStatus.STOPPED, verdict.reason or "stopped early")
+        elif verdict.decision is Decision.FINISH and (full is None or report.step < full):
+            # A trial that ends at this step anyway finishes by itself, model and all.
+            stopper.request(JobStatus.COMPLETED, verdict.reason or "finished")
+
+    def _wait_for_a_trial(self) -> None:
+        with contextlib.suppress(queue.Empty):
+            self._finish_trial(self.ended.get(timeout=self.tuner.poll_seconds))
+            while True:
+                self._finish_trial(self.ended.get_nowait())
+
+    def _finish_trial(self, number: int) -> None:
+        trial = self.running.pop(number, None)
+        if trial is None:
+            return
+        trial.thread.join()
+        record = self.store.get_training_job(trial.job_id)
+        series = self.store.metrics(trial.job_id, self.spec.objective_metric)
+        value = series[-1].value if series else None
+        resource = series[-1].step if series else None
+        self.store.set_trial_result(trial.job_id, value, resource)
+        failed = record.status is JobStatus.FAILED or value is None
+        with self.lock:
+            self.searcher.observe(
+                number,
+                None if failed else value,
+                resource=resource,
+                stopped_early=record.status is JobStatus.STOPPED,
+            )
+            self.scheduler.on_end(number)
+        if not failed and value is not None:
+            self._consider(trial.job_id, value)
+
+    def _consider(self, job_id: str, value: float) -> None:
+        maximize = self.spec.objective_type is ObjectiveType.MAXIMIZE
+        if self.best is None or (value > self.best if maximize else value < self.best):
+            self.best, self.since_improvement = value, 0
+            self.store.set_tuning_best(self.id, job_id, value)
+        else:
+            self.since_improvement += 1
+        target = self.spec.target_objective
+        if target is not None and (value >= target if maximize else value <= target):
+            self.halt_reason = self.halt_reason or f"target_objective={target:g} reached"
+        patience = self.spec.max_jobs_without_improvement
+        if patience is not None and self.since_improvement >= patience:
+            self.halt_reason = self.halt_reason or f"no improvement in {patience} jobs"
+
+    def _stop_all(self, reason: str) -> None:
+        for trial in self.running.values():
+            trial.stopper.request(JobStatus.STOPPED, reason)
+
+    def _record_unstartable(
+        self, job_id: str, spec: dict[str, object], suggestion: Suggestion, error: InvalidInputError
+    ) -> None:
+        now = self.tuner.clock.time()
+        training = self.spec.training
+        self.store.create_training_job(
+            NewTrainingJob(
+                id=job_id,
+                name=training.name,
+                algorithm=training.algorithm.value,
+                spec=spec,
+                hyperparameters={**training.hyperparameters, **suggestion.config},
+                instance_count=training.instance_count,
+                created_at=now,
+                log_dir="",
+                tuning_job_id=self.id,
+                trial_number=suggestion.number,
+            )
+        )
+        self.store.finish_training_job(
+            job_id,
+            JobOutcome(
+                JobStatus.FAILED, now, now, 0.0, 0.0, {}, failure_reason=f"could not start: {error}"
+            ),
+        )
+        with self.lock:
+            self.searcher.observe(suggestion.number, None)

@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.cli.test_cli import _cli
+
+TUNING = """
+objective_metric = "validation:auc"
+strategy = "Hyperband"
+max_jobs = 4
+max_parallel_jobs = 2
+
+[hyperband]
+min_resource = 1
+max_resource = 9
+
+[ranges]
+eta = { type = "Continuous", min_value = 0.05, max_value = 1 }
+max_depth = { type = "Integer", min_value = 1, max_value = 6 }
+
+[training]
+algorithm = "xgboost"
+instance_count = 2
+hyperparameters = { num_round = 9, eval_metric = "auc" }
+channels.train = { dataset = "breast-cancer" }
+channels.validation = { dataset = "breast-cancer" }
+"""
+
+
+def test_tune_show_analytics_and_list(
+    store_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    file = tmp_path / "tuning.toml"
+    file.write_text(TUNING)
+    code, out, _ = _cli(capsys, "tune", str(file), "--json", "--set", "max_jobs=3")
+    assert code == 0
+    summary = json.loads(out)
+    assert (summary["status"], summary["strategy"]) == ("Completed", "Hyperband")
+    assert sum(summary["job_counts"].values()) == 3
+    assert summary["best_training_job"].startswith(summary["id"])
+    for key in (
+        "best_objective",
+        "billable_seconds",
+        "billable_seconds_without_early_stopping",
+        "wall_seconds",
+        "sequential_wall_seconds",
+    ):
+        assert isinstance(summary[key], float)
+
+    code, out, _ = _cli(capsys, "tuning", "show", summary["id"], "--json")
+    assert json.loads(out)["id"] == summary["id"]
+    code, out, _ = _cli(capsys, "tuning", "show", summary["id"])
+    assert "best validation:auc" in out
+    csv = tmp_path / "trials.csv"
+    code, out, _ = _cli(capsys, "tuning", "analytics", summary["id"], "--csv", str(csv))
+    assert code == 0
+    assert len(pd.read_csv(csv)) == 3
+    code, out, _ = _cli(capsys, "tuning", "list", "--json")
+    assert [entry["id"] for entry in json.loads(out)] == [summary["id"]]
+    code, out, _ = _cli(capsys, "tuning", "stop", summary["id"])
+    assert "already ended: Completed" in out
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        (
+            "ranges.etaa={type='Continuous',min_value=0,max_value=1}",
+            "xgboost has no hyperparameter",
+        ),
+        ("max_parallel_jobs=9", "max_parallel_jobs=9 is more than max_jobs=4"),
+        ("early_stopping=Auto", "Hyperband stops poor jobs itself"),
+        ("objective_metric=validation:error", "is never reported by this job"),
+    ],
+)
+def test_bad_tuning_jobs_exit_2_and_start_nothing(
+    store_path: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    override: str,
+    expected: str,
+) -> None:
+    file = tmp_path / "tuning.toml"
+    file.write_text(TUNING)
+    code, _, err = _cli(capsys, "tune", str(file), "--set", override)
+    assert code == 2
+    assert expected in err
+    assert _cli(capsys, "tuning", "list", "--json")[1].strip() == "[]"
+    assert _cli(capsys, "jobs", "list", "--json")[1].strip() == "[]"

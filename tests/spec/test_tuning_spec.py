@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scaletune.errors import InvalidInputError
+from scaletune.spec import (
+    ContinuousRange,
+    IntegerRange,
+    ObjectiveType,
+    Strategy,
+    load_tuning_spec,
+    tuning_spec_from_dict,
+)
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _raw(**changes: Any) -> dict[str, Any]:
+    raw: dict[str, Any] = {
+        "objective_metric": "validation:auc",
+        "strategy": "Hyperband",
+        "hyperband": {"min_resource": 1, "max_resource": 27},
+        "max_jobs": 6,
+        "max_parallel_jobs": 2,
+        "ranges": {"eta": {"type": "Continuous", "min_value": 0.01, "max_value": 1}},
+        "training": {
+            "algorithm": "xgboost",
+            "instance_count": 2,
+            "hyperparameters": {"num_round": 27, "eval_metric": "auc"},
+            "channels": {
+                "train": {"dataset": "breast-cancer"},
+                "validation": {"dataset": "breast-cancer"},
+            },
+        },
+    }
+    raw.update(changes)
+    return raw
+
+
+def test_the_reference_tuning_job_loads(bank_marketing_file: Path) -> None:
+    spec = load_tuning_spec(EXAMPLES / "tuning-bank-marketing.toml")
+    assert spec.strategy is Strategy.HYPERBAND
+    assert spec.objective_type is ObjectiveType.MAXIMIZE
+    assert (spec.max_jobs, spec.max_parallel_jobs) == (30, 4)
+    assert len(spec.ranges) == 7
+    assert spec.ranges["num_round"] == IntegerRange(min_value=100, max_value=200)
+    assert isinstance(spec.ranges["eta"], ContinuousRange)
+    assert spec.training.instance_count == 3
+    overridden = load_tuning_spec(
+        EXAMPLES / "tuning-bank-marketing.toml", ["max_jobs=6", "max_parallel_jobs=2"]
+    )
+    assert (overridden.max_jobs, overridden.max_parallel_jobs) == (6, 2)
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        (
+            {"ranges": {"etaa": {"type": "Continuous", "min_value": 0, "max_value": 1}}},
+            "ranges.etaa: xgboost has no hyperparameter 'etaa'",
+        ),
+        (
+            {"ranges": {"eta": {"type": "Continuous", "min_value": 0.5, "max_value": 2}}},
+            "ranges.eta: 2.0 is not allowed: hyperparameters.eta: Input should be less than",
+        ),
+        (
+            {"ranges": {"tree_method": {"type": "Categorical", "values": ["hist", "magic"]}}},
+            "ranges.tree_method: 'magic' is not allowed",
+        ),
+        (
+            {"objective_metric": "validation:accuracy"},
+            "objective_metric 'validation:accuracy' is never reported by this job; it reports "
+            "['train:auc', 'validation:auc']",
+        ),
+        ({"max_parallel_jobs": 7}, "max_parallel_jobs=7 is more than max_jobs=6"),
+        ({"early_stopping": "Auto"}, "early_stopping='Auto' with strategy 'Hyperband'"),
+        ({"hyperband": None}, "strategy 'Hyperband' needs [hyperband]"),
+        ({"strategy": "Random"}, "[hyperband] is for strategy 'Hyperband', not 'Random'"),
+        ({"strategy": "Grid", "hyperband": None}, "ranges.eta: Grid search needs"),
+        ({"hyperband": {"min_resource": 5, "max_resource": 5}}, "min_resource must be below"),
+        ({"max_jobs": 0}, "max_jobs: Input should be greater than or equal to 1"),
+        ({"ranges": {}}, "ranges: Dictionary should have at least 1 item"),
+    ],
+)
+def test_bad_tuning_jobs_are_refused_before_anything_starts(
+    changes: dict[str, Any], expected: str
+) -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        tuning_spec_from_dict(_raw(**changes))
+    assert expected in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_default_objective_metric_follows_the_objective() -> None:
+    raw = _raw(objective_metric="validation:logloss", objective_type="Minimize")
+    raw["training"]["hyperparameters"] = {"num_round": 27}  # binary:logistic -> logloss
+    assert tuning_spec_from_dict(raw).objective_metric == "validation:logloss"

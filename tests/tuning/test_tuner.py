@@ -1,0 +1,165 @@
+"""The Tuner loop with real 2-worker XGBoost trials on the bundled data."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from scaletune.api import Session
+from scaletune.spec import TrainingJobSpec, TuningJobSpec, tuning_spec_from_dict
+from scaletune.store import JobStatus
+from scaletune.training import PreparedJob, TrainingController
+from scaletune.tuning import Tuner, analytics_dataframe, summarize
+from tests.cluster import programs
+from tests.training.test_controller import _ProgramOverride
+
+
+def _spec(**changes: Any) -> TuningJobSpec:
+    channel = {"dataset": "breast-cancer"}
+    raw: dict[str, Any] = {
+        "objective_metric": "validation:logloss",
+        "objective_type": "Minimize",
+        "strategy": "Hyperband",
+        "hyperband": {"min_resource": 1, "max_resource": 27},
+        "max_jobs": 8,
+        "max_parallel_jobs": 2,
+        "seed": 0,
+        "ranges": {
+            "eta": {"type": "Continuous", "min_value": 0.01, "max_value": 1},
+            "max_depth": {"type": "Integer", "min_value": 1, "max_value": 8},
+        },
+        "training": {
+            "algorithm": "xgboost",
+            "instance_count": 2,
+            "hyperparameters": {"num_round": 27, "eval_metric": "logloss"},
+            "channels": {"train": channel, "validation": channel},
+        },
+    }
+    raw.update(changes)
+    return tuning_spec_from_dict(raw)
+
+
+def _tune(session: Session, spec: TuningJobSpec, controller: TrainingController | None = None):
+    tuner = Tuner(controller or session.controller)
+    tuning_id = tuner.create(spec)
+    tuner.run(tuning_id, spec)
+    return summarize(session.store, tuning_id)
+
+
+def test_hyperband_tuning_runs_every_trial_once_and_stops_poor_ones(session: Session) -> None:
+    summary = _tune(session, _spec())
+    assert summary.record.status is JobStatus.COMPLETED
+    trials = summary.trials
+    assert [t.trial_number for t in trials] == list(range(8))
+    assert len({t.id for t in trials}) == 8
+    assert all(t.status in (JobStatus.COMPLETED, JobStatus.STOPPED) for t in trials)
+    stopped = [t for t in trials if t.status is JobStatus.STOPPED]
+    assert stopped, "with seed 0, Hyperband stops some of the 8 trials"
+    for trial in stopped:
+        assert (trial.failure_reason or "").startswith("bracket ")
+        assert trial.resource is not None and trial.resource < 27
+        assert trial.artifact is None
+    for trial in trials:
+        if trial.status is JobStatus.COMPLETED:
+            assert trial.resource == 27
+            assert trial.artifact is not None  # it ended by itself, model and all
+    objectives = [t.objective for t in trials if t.objective is not None]
+    assert summary.record.best_objective == min(objectives)
+    assert summary.best is not None and summary.best.objective == min(objectives)
+    assert summary.billable_seconds == pytest.approx(sum(t.billable_seconds or 0 for t in trials))
+    assert summary.billable_seconds_without_early_stopping >= summary.billable_seconds
+    assert summary.sequential_wall_seconds >= (summary.record.wall_seconds or 0)
+    as_json = summary.to_json_dict()
+    for key in (
+        "id",
+        "status",
+        "strategy",
+        "best_training_job",
+        "best_objective",
+        "job_counts",
+        "billable_seconds",
+        "billable_seconds_without_early_stopping",
+        "wall_seconds",
+        "sequential_wall_seconds",
+    ):
+        assert key in as_json
+    assert sum(as_json["job_counts"].values()) == 8
+
+
+def test_the_same_seed_proposes_the_same_trials(session: Session) -> None:
+    spec = _spec(max_jobs=3, max_parallel_jobs=1, strategy="Random", hyperband=None)
+    first, second = _tune(session, spec), _tune(session, spec)
+    assert [t.hyperparameters for t in first.trials] == [t.hyperparameters for t in second.trials]
+
+
+class _FailTrialOne(TrainingController):
+    def prepare(self, spec: TrainingJobSpec, **kwargs: Any) -> PreparedJob:
+        job = super().prepare(spec, **kwargs)
+        if kwargs.get("trial_number") == 1:
+            job = dataclasses.replace(job, algorithm=_ProgramOverride(programs.raise_on_rank_one))
+        return job
+
+
+def test_a_failed_trial_is_recorded_and_the_tuning_goes_on(session: Session) -> None:
+    controller = _FailTrialOne(session.store, session.backend, session.location.jobs_dir)
+    spec = _spec(max_jobs=4, strategy="Bayesian", hyperband=None)
+    summary = _tune(session, spec, controller)
+    assert summary.record.status is JobStatus.COMPLETED
+    statuses = [t.status for t in summary.trials]
+    assert statuses[1] is JobStatus.FAILED
+    assert summary.trials[1].failure_reason == "worker 1 failed: ValueError: bad shard on rank 1"
+    assert statuses.count(JobStatus.COMPLETED) == 3
+    assert summary.record.best_training_job != summary.trials[1].id
+
+
+def test_reaching_the_target_starts_no_more_trials(session: Session) -> None:
+    spec = _spec(
+        max_jobs=8, max_parallel_jobs=1, strategy="Random", hyperband=None, target_objective=10.0
+    )  # any logloss reaches it
+    summary = _tune(session, spec)
+    assert len(summary.trials) == 1
+    assert summary.record.status is JobStatus.COMPLETED
+
+
+def test_a_stop_request_stops_running_trials(session: Session) -> None:
+    spec = _spec(max_jobs=4, max_parallel_jobs=2, strategy="Random", hyperband=None)
+    spec = spec.model_copy(
+        update={
+            "training": spec.training.model_copy(
+                update={"hyperparameters": {"num_round": 100_000, "eval_metric": "logloss"}}
+            )
+        }
+    )
+    tuner = Tuner(session.controller, poll_seconds=0.05)
+    tuning_id = tuner.create(spec)
+    session.store.request_tuning_stop(tuning_id)  # as `scaletune tuning stop` would
+    tuner.run(tuning_id, spec)
+    summary = summarize(session.store, tuning_id)
+    assert summary.record.status is JobStatus.STOPPED
+    assert summary.record.failure_reason == "stop requested"
+    assert len(summary.trials) == 2  # the first two had started; no more did
+    assert all(t.status is JobStatus.STOPPED for t in summary.trials)
+
+
+def test_analytics_has_a_row_per_job_with_the_reference_columns(session: Session) -> None:
+    summary = _tune(session, _spec(max_jobs=3, max_parallel_jobs=3))
+    frame = analytics_dataframe(session.store, summary.record.id)
+    assert len(frame) == 3
+    for column in (
+        "eta",
+        "max_depth",
+        "TrainingJobName",
+        "TrainingJobStatus",
+        "FinalObjectiveValue",
+        "TrainingStartTime",
+        "TrainingEndTime",
+        "TrainingElapsedTimeSeconds",
+        "InstanceCount",
+        "BillableSeconds",
+        "ResourceReached",
+        "StopReason",
+    ):
+        assert column in frame.columns
+    assert set(frame["TrainingJobName"]) == {t.id for t in summary.trials}
