@@ -11,7 +11,7 @@ from scaletune.api import Session
 from scaletune.spec import TrainingJobSpec, TuningJobSpec, tuning_spec_from_dict
 from scaletune.store import JobStatus
 from scaletune.training import PreparedJob, TrainingController
-from scaletune.tuning import Tuner, analytics_dataframe, summarize
+from scaletune.tuning import TuningController, analytics_dataframe, summarize
 from tests.cluster import programs
 from tests.training.test_controller import _ProgramOverride
 
@@ -42,7 +42,7 @@ def _spec(**changes: Any) -> TuningJobSpec:
 
 
 def _tune(session: Session, spec: TuningJobSpec, controller: TrainingController | None = None):
-    tuner = Tuner(controller or session.controller)
+    tuner = TuningController(controller or session.controller)
     tuning_id = tuner.create(spec)
     tuner.run(tuning_id, spec)
     return summarize(session.store, tuning_id)
@@ -132,7 +132,7 @@ def test_a_stop_request_stops_running_trials(session: Session) -> None:
             )
         }
     )
-    tuner = Tuner(session.controller, poll_seconds=0.05)
+    tuner = TuningController(session.controller, poll_seconds=0.05)
     tuning_id = tuner.create(spec)
     session.store.request_tuning_stop(tuning_id)  # as `scaletune tuning stop` would
     tuner.run(tuning_id, spec)

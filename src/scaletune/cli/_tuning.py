@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -13,7 +14,13 @@ from scaletune.api import Session
 from scaletune.cli._render import print_json
 from scaletune.spec import load_tuning_spec
 from scaletune.store import JobStatus
-from scaletune.tuning import Tuner, TuningProgress, TuningSummary, analytics_dataframe, summarize
+from scaletune.tuning import (
+    TuningController,
+    TuningProgress,
+    TuningSummary,
+    analytics_dataframe,
+    summarize,
+)
 
 tuning_app = typer.Typer(no_args_is_help=True, help="Look at and stop tuning jobs.")
 err = Console(stderr=True)
@@ -43,16 +50,8 @@ def tune(
 ) -> None:
     """Run a tuning job: every trial is a distributed training job."""
     spec = load_tuning_spec(file, overrides or ())
-    with Session(store) as session, err.status("tuning: starting") as status:
-
-        def show(progress: TuningProgress) -> None:
-            best = "-" if progress.best is None else f"{progress.best:.6g}"
-            status.update(
-                f"tuning: {progress.running} running, {progress.ended}/"
-                f"{progress.max_jobs} ended, best {spec.objective_metric} {best}"
-            )
-
-        tuner = Tuner(session.controller, on_progress=show)
+    with Session(store) as session:
+        tuner = TuningController(session.controller)
         tuning_id = tuner.create(spec)
         if not json_output:
             err.print(
@@ -60,10 +59,43 @@ def tune(
                 f"{spec.max_parallel_jobs} at a time",
                 highlight=False,
             )
+        summary = _with_progress(session, tuner, tuning_id, lambda: tuner.run(tuning_id, spec))
+    _finish(summary, json_output)
+
+
+@tuning_app.command("resume")
+def tuning_resume(
+    tuning_id: str, json_output: JsonOption = False, store: StoreOption = None
+) -> None:
+    """Finish a tuning job whose controller died (even by kill -9): nothing runs twice."""
+    with Session(store) as session:
+        tuner = TuningController(session.controller)
+        summary = _with_progress(session, tuner, tuning_id, lambda: tuner.resume(tuning_id))
+    _finish(summary, json_output)
+
+
+def _with_progress(
+    session: Session, tuner: TuningController, tuning_id: str, action: Callable[[], object]
+) -> TuningSummary:
+    """Run `action` with a live line on a terminal; the summary, whatever happened."""
+    with err.status("tuning: starting") as status:
+
+        def show(progress: TuningProgress) -> None:
+            best = "-" if progress.best is None else f"{progress.best:.6g}"
+            status.update(
+                f"tuning {tuning_id}: {progress.running} running, "
+                f"{progress.ended}/{progress.max_jobs} ended, best {best}"
+            )
+
+        tuner.on_progress = show
         try:
-            tuner.run(tuning_id, spec)
+            action()
         finally:
             summary = summarize(session.store, tuning_id)
+    return summary
+
+
+def _finish(summary: TuningSummary, json_output: bool) -> None:
     _show(summary, json_output)
     if summary.record.status is not JobStatus.COMPLETED:
         raise typer.Exit(1)

@@ -1,7 +1,12 @@
 """A training job's life, from spec to finished record."""
 
 from scaletune.training._controller import PreparedJob, TrainingController
-from scaletune.training._orphans import controller_alive, reconcile_orphan
+from scaletune.training._orphans import (
+    controller_alive,
+    process_alive,
+    reconcile_orphan,
+    remove_scratch,
+)
 from scaletune.training._paths import JobPaths
 from scaletune.training._stopper import Stopper
 
@@ -11,5 +16,7 @@ __all__ = [
     "Stopper",
     "TrainingController",
     "controller_alive",
+    "process_alive",
     "reconcile_orphan",
+    "remove_scratch",
 ]

@@ -26,7 +26,7 @@ from scaletune.store import (
     TrainingJobRecord,
 )
 from scaletune.training._ids import new_job_id
-from scaletune.training._paths import JobPaths
+from scaletune.training._paths import SCRATCH_PREFIX, JobPaths
 from scaletune.training._stopper import Stopper
 from scaletune.worker import ChannelShard, Exited, Failed, Finished, Report, WorkerTask
 
@@ -119,7 +119,7 @@ class TrainingController:
         stop = stop or Stopper()
         start_time, started = self.clock.time(), self.clock.monotonic()
         self.store.mark_in_progress(job.id, start_time, os.getpid(), socket.gethostname())
-        scratch = Path(tempfile.mkdtemp(prefix=f"scaletune-{job.id}-"))
+        scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{job.id}-"))
         final_metrics: dict[str, float] = {}
         pending: list[MetricPoint] = []  # reports not yet in the store
         group: WorkerGroup | None = None

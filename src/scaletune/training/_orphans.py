@@ -2,28 +2,42 @@
 
 from __future__ import annotations
 
+import shutil
 import socket
+import tempfile
+from pathlib import Path
 
 import psutil
 
 from scaletune.store import JobStatus, Store, TrainingJobRecord
+from scaletune.training._paths import SCRATCH_PREFIX
 
 
 def controller_alive(record: TrainingJobRecord) -> bool:
-    """Only controllers on this host can be checked; others are assumed alive."""
-    if record.controller_pid is None or record.controller_host != socket.gethostname():
+    return process_alive(record.controller_pid, record.controller_host)
+
+
+def process_alive(pid: int | None, host: str | None) -> bool:
+    """Only processes on this host can be checked; others are assumed alive."""
+    if pid is None or host != socket.gethostname():
         return True
     try:
-        process = psutil.Process(record.controller_pid)
-        return bool(process.status() != psutil.STATUS_ZOMBIE)
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return False
+
+
+def remove_scratch(job_id: str) -> None:
+    """A job's private temp folder, left behind when its controller was killed (kill -9)."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}{job_id}-*"):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def reconcile_orphan(store: Store, record: TrainingJobRecord, now: float) -> TrainingJobRecord:
     if record.status is not JobStatus.IN_PROGRESS or controller_alive(record):
         return record
     status = JobStatus.STOPPED if record.stop_requested else JobStatus.FAILED
+    remove_scratch(record.id)
     store.abandon_training_job(
         record.id,
         status,

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from scaletune.spec import TrainingJobSpec
 
+SCRATCH_PREFIX = "scaletune-"  # a running job's temp folder: scaletune-<job id>-<random>
+
 
 @dataclass(frozen=True)
 class JobPaths:

@@ -18,7 +18,7 @@ from scaletune.tuning._searchers import (
 )
 from scaletune.tuning._strategy import make_scheduler, make_searcher
 from scaletune.tuning._summary import TuningSummary, analytics_dataframe, summarize
-from scaletune.tuning._tuner import Tuner, TuningProgress
+from scaletune.tuning._tuner import TuningController, TuningProgress
 
 __all__ = [
     "Decision",
@@ -30,7 +30,7 @@ __all__ = [
     "Scheduler",
     "Searcher",
     "Suggestion",
-    "Tuner",
+    "TuningController",
     "TuningProgress",
     "TuningSummary",
     "Verdict",

@@ -40,6 +40,19 @@ class Searcher(Protocol):
         """The outcome of suggestion `number`: its objective (None if it failed)."""
         ...
 
+    def restore(
+        self,
+        number: int,
+        config: Config,
+        value: float | None,
+        *,
+        resource: int | None = None,
+        stopped_early: bool = False,
+    ) -> None:
+        """A trial proposed and ended before a restart: learn from it and never repeat it.
+        Called in order of `number`, before any new suggestion."""
+        ...
+
 
 class OptunaSearcher:
     """Proposals from an Optuna sampler through ask-and-tell, on an in-memory study."""
@@ -83,6 +96,37 @@ class OptunaSearcher:
             self._study.tell(trial, state=TrialState.PRUNED)
         else:
             self._study.tell(trial, value)
+
+    def restore(
+        self,
+        number: int,
+        config: Config,
+        value: float | None,
+        *,
+        resource: int | None = None,
+        stopped_early: bool = False,
+    ) -> None:
+        if number != len(self._study.trials):
+            raise ValueError(f"trial {number} restored out of order")
+        params = {
+            name: self._ranges[name].to_sample(config[name])  # type: ignore[arg-type]
+            for name in self._ranges
+        }
+        if value is None:
+            state, values, intermediate = TrialState.FAIL, None, {}
+        elif stopped_early:
+            state, values, intermediate = TrialState.PRUNED, None, {resource or 0: value}
+        else:
+            state, values, intermediate = TrialState.COMPLETE, [value], {}
+        self._study.add_trial(
+            optuna.trial.create_trial(
+                params=params,
+                distributions=self._distributions,
+                values=values,
+                state=state,
+                intermediate_values=intermediate,
+            )
+        )
 
 
 def random_searcher(
@@ -135,3 +179,16 @@ class GridSearcher:
         stopped_early: bool = False,
     ) -> None:
         pass  # the grid does not learn
+
+    def restore(
+        self,
+        number: int,
+        config: Config,
+        value: float | None,
+        *,
+        resource: int | None = None,
+        stopped_early: bool = False,
+    ) -> None:
+        if number != self._count or next(self._points, None) is None:
+            raise ValueError(f"grid point {number} restored out of order")
+        self._count += 1

@@ -10,9 +10,11 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pydantic import ValidationError
+
 from scaletune.clock import Clock, SystemClock
 from scaletune.errors import InvalidInputError
-from scaletune.spec import ObjectiveType, TuningJobSpec
+from scaletune.spec import ObjectiveType, TuningJobSpec, describe_validation_error
 from scaletune.store import (
     JobOutcome,
     JobStatus,
@@ -21,7 +23,13 @@ from scaletune.store import (
     Store,
     TuningJobRecord,
 )
-from scaletune.training import PreparedJob, Stopper, TrainingController
+from scaletune.training import (
+    PreparedJob,
+    Stopper,
+    TrainingController,
+    process_alive,
+    remove_scratch,
+)
 from scaletune.training._ids import new_job_id
 from scaletune.tuning._schedulers import Decision, Scheduler
 from scaletune.tuning._searchers import Searcher, Suggestion
@@ -47,7 +55,7 @@ class _Trial:
     thread: threading.Thread
 
 
-class Tuner:
+class TuningController:
     """Runs one tuning job: up to max_parallel_jobs training jobs at once, max_jobs in all."""
 
     def __init__(
@@ -81,11 +89,43 @@ class Tuner:
         """Run to the end. Ctrl-C stops every running trial and the tuning job, then re-raises."""
         return _Run(self, tuning_id, spec).run()
 
+    def resume(self, tuning_id: str) -> TuningJobRecord:
+        """Finish a tuning job whose controller died: its trials that were running are
+        recorded as Failed, the others are neither lost nor run again."""
+        record = self.store.get_tuning_job(tuning_id)
+        if record.status.is_terminal:
+            raise InvalidInputError(
+                f"tuning job {tuning_id!r} already ended: {record.status.value}"
+            )
+        if record.status is JobStatus.IN_PROGRESS and process_alive(
+            record.controller_pid, record.controller_host
+        ):
+            raise InvalidInputError(
+                f"tuning job {tuning_id!r} is still running (process {record.controller_pid})"
+            )
+        try:
+            spec = TuningJobSpec.model_validate(record.spec)
+        except ValidationError as exc:
+            raise InvalidInputError(describe_validation_error(exc)) from None
+        now = self.clock.time()
+        for trial in self.store.training_jobs_of(tuning_id):
+            if not trial.status.is_terminal:
+                remove_scratch(trial.id)
+                self.store.abandon_training_job(
+                    trial.id,
+                    JobStatus.FAILED,
+                    f"its tuning controller (process {record.controller_pid}) ended",
+                    now,
+                )
+        run = _Run(self, tuning_id, spec)
+        run.restore()
+        return run.run()
+
 
 class _Run:
     """The state of one tuning job while it runs."""
 
-    def __init__(self, tuner: Tuner, tuning_id: str, spec: TuningJobSpec) -> None:
+    def __init__(self, tuner: TuningController, tuning_id: str, spec: TuningJobSpec) -> None:
         self.tuner, self.store, self.spec, self.id = tuner, tuner.store, spec, tuning_id
         self.searcher: Searcher = make_searcher(spec)
         self.scheduler: Scheduler = make_scheduler(spec)
@@ -97,9 +137,47 @@ class _Run:
         self.since_improvement = 0
         self.halt_reason: str | None = None  # set when no more trials should start
 
+    def restore(self) -> None:
+        """Bring searcher, scheduler and best-so-far to where the trials in the store left them."""
+        trials = self.store.training_jobs_of(self.id)
+        for trial in trials:
+            assert trial.trial_number is not None  # trials of a tuning job have numbers
+            value, resource = self._result(trial.id)
+            failed = trial.status is JobStatus.FAILED or value is None
+            tuned = {name: trial.hyperparameters[name] for name in self.spec.ranges}
+            self.searcher.restore(
+                trial.trial_number,
+                tuned,
+                None if failed else value,
+                resource=resource,
+                stopped_early=trial.status is JobStatus.STOPPED,
+            )
+            self.proposed += 1
+        reports = sorted(
+            (point.time, trial.trial_number or 0, point.step, point.value)
+            for trial in trials
+            for point in self.store.metrics(trial.id, self.spec.objective_metric)
+        )
+        for _, number, step, value in reports:  # in the order the scheduler first saw them
+            self.scheduler.on_report(number, step, value)
+        for trial in sorted(trials, key=lambda t: t.end_time or 0.0):
+            self.scheduler.on_end(trial.trial_number or 0)
+            if trial.status is not JobStatus.FAILED and trial.objective is not None:
+                self._consider(trial.id, trial.objective)
+
+    def _result(self, job_id: str) -> tuple[float | None, int | None]:
+        """A trial's objective: its last reported value, and the step it was reported at."""
+        series = self.store.metrics(job_id, self.spec.objective_metric)
+        value = series[-1].value if series else None
+        resource = series[-1].step if series else None
+        self.store.set_trial_result(job_id, value, resource)
+        return value, resource
+
     def run(self) -> TuningJobRecord:
         clock = self.tuner.clock
-        start, started = clock.time(), clock.monotonic()
+        # A resumed job keeps its first start: its wall time spans the interruption.
+        start = self.store.get_tuning_job(self.id).start_time or clock.time()
+        started = clock.monotonic() - (clock.time() - start)
         self.store.mark_tuning_in_progress(self.id, start, os.getpid(), socket.gethostname())
         status, interrupted = JobStatus.COMPLETED, False
         try:
@@ -209,10 +287,7 @@ class _Run:
             return
         trial.thread.join()
         record = self.store.get_training_job(trial.job_id)
-        series = self.store.metrics(trial.job_id, self.spec.objective_metric)
-        value = series[-1].value if series else None
-        resource = series[-1].step if series else None
-        self.store.set_trial_result(trial.job_id, value, resource)
+        value, resource = self._result(trial.job_id)
         failed = record.status is JobStatus.FAILED or value is None
         with self.lock:
             self.searcher.observe(

@@ -1,0 +1,153 @@
+"""Tuner: automatic model tuning of an Estimator's job, in Python."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from scaletune.api._estimator import ChannelInput, Estimator
+from scaletune.api._session import Session
+from scaletune.spec import tuning_spec_from_dict
+from scaletune.store import Store
+from scaletune.tuning import TuningController, TuningSummary, analytics_dataframe, summarize
+
+
+class TuningJob:
+    """A handle on one tuning job, running here or recorded in the store."""
+
+    def __init__(self, tuning_id: str, store: Store, thread: threading.Thread | None = None):
+        self.id = tuning_id
+        self._store = store
+        self._thread = thread
+
+    def describe(self) -> dict[str, Any]:
+        """Status, best job and objective, job counts, cost and time (as `tuning show --json`)."""
+        return self.summary().to_json_dict()
+
+    def summary(self) -> TuningSummary:
+        return summarize(self._store, self.id)
+
+    def best_training_job(self) -> str | None:
+        return self._store.get_tuning_job(self.id).best_training_job
+
+    def analytics(self) -> TuningJobAnalytics:
+        return TuningJobAnalytics(self._store, self.id)
+
+    def wait(self, timeout: float | None = None) -> dict[str, Any]:
+        if self._thread is not None:
+            try:
+                self._thread.join(timeout)
+            except KeyboardInterrupt:
+                self.stop()
+                self._thread.join()
+                raise
+            if self._thread.is_alive():
+                raise TimeoutError(f"tuning job {self.id!r} still running after {timeout} s")
+        return self.describe()
+
+    def stop(self) -> None:
+        """Stop starting trials and stop the running ones; the job ends as Stopped."""
+        self._store.request_tuning_stop(self.id)
+
+
+class TuningJobAnalytics:
+    def __init__(self, store: Store, tuning_id: str) -> None:
+        self._store, self._id = store, tuning_id
+
+    def dataframe(self) -> pd.DataFrame:
+        """One row per training job: tuned hyperparameters, status, objective, times, cost."""
+        return analytics_dataframe(self._store, self._id)
+
+
+class Tuner:
+    """Search hyperparameter ranges for an Estimator's job; every trial is a training job of
+    `estimator.instance_count` workers."""
+
+    def __init__(
+        self,
+        estimator: Estimator,
+        objective_metric_name: str,
+        hyperparameter_ranges: Mapping[str, Any],
+        *,
+        objective_type: str = "Maximize",
+        strategy: str = "Bayesian",
+        max_jobs: int = 10,
+        max_parallel_jobs: int = 1,
+        early_stopping_type: str = "Off",
+        hyperband: Mapping[str, Any] | None = None,
+        seed: int = 0,
+        target_objective: float | None = None,
+        max_jobs_without_improvement: int | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.estimator = estimator
+        self._fields: dict[str, Any] = {
+            "objective_metric": objective_metric_name,
+            "objective_type": objective_type,
+            "strategy": strategy,
+            "ranges": {key: _range_dict(value) for key, value in hyperparameter_ranges.items()},
+            "max_jobs": max_jobs,
+            "max_parallel_jobs": max_parallel_jobs,
+            "early_stopping": early_stopping_type,
+            "seed": seed,
+        }
+        optional = {
+            "hyperband": dict(hyperband) if hyperband else None,
+            "name": name,
+            "target_objective": target_objective,
+            "max_jobs_without_improvement": max_jobs_without_improvement,
+        }
+        self._fields.update({key: value for key, value in optional.items() if value is not None})
+        self.latest_tuning_job: TuningJob | None = None
+
+    def fit(self, channels: Mapping[str, ChannelInput], *, wait: bool = True) -> TuningJob:
+        training = self.estimator.spec(channels)
+        spec = tuning_spec_from_dict({**self._fields, "training": training.model_dump()})
+        session = self.estimator.session or Session()
+        owns_session = self.estimator.session is None
+        controller = TuningController(session.controller)
+        tuning_id = controller.create(spec)
+
+        def run() -> None:
+            try:
+                controller.run(tuning_id, spec)
+            finally:
+                if owns_session:
+                    session.backend.close()
+
+        thread = None
+        if wait:
+            run()
+        else:
+            thread = threading.Thread(target=run, name=f"scaletune-{tuning_id}", daemon=True)
+            thread.start()
+        self.latest_tuning_job = TuningJob(tuning_id, session.store, thread)
+        return self.latest_tuning_job
+
+    def describe(self) -> dict[str, Any]:
+        return self._latest().describe()
+
+    def best_training_job(self) -> str | None:
+        return self._latest().best_training_job()
+
+    def analytics(self) -> TuningJobAnalytics:
+        return self._latest().analytics()
+
+    def wait(self, timeout: float | None = None) -> dict[str, Any]:
+        return self._latest().wait(timeout)
+
+    def stop(self) -> None:
+        self._latest().stop()
+
+    def _latest(self) -> TuningJob:
+        if self.latest_tuning_job is None:
+            raise RuntimeError("this Tuner has not been fitted: call fit() first")
+        return self.latest_tuning_job
+
+
+def _range_dict(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    return dump() if callable(dump) else dict(value)

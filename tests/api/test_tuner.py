@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+import pytest
+
+from scaletune import ContinuousRange, Estimator, IntegerRange, Session, Tuner
+from scaletune.errors import InvalidInputError
+
+CHANNELS = {"train": {"dataset": "breast-cancer"}, "validation": {"dataset": "breast-cancer"}}
+
+
+def _estimator(session: Session, num_round: int = 9) -> Estimator:
+    return Estimator(
+        "xgboost", {"num_round": num_round, "eval_metric": "auc"}, instance_count=2, session=session
+    )
+
+
+def test_fit_describe_best_and_analytics(session: Session) -> None:
+    tuner = Tuner(
+        _estimator(session),
+        objective_metric_name="validation:auc",
+        hyperparameter_ranges={
+            "eta": ContinuousRange(min_value=0.05, max_value=1),
+            "max_depth": {"type": "Integer", "min_value": 1, "max_value": 6},
+        },
+        strategy="Hyperband",
+        hyperband={"min_resource": 1, "max_resource": 9},
+        max_jobs=4,
+        max_parallel_jobs=2,
+        seed=1,
+    )
+    job = tuner.fit(CHANNELS)
+    description = tuner.describe()
+    assert description["status"] == "Completed"
+    assert sum(description["job_counts"].values()) == 4
+    assert tuner.best_training_job() == description["best_training_job"] is not None
+    frame = tuner.analytics().dataframe()
+    assert len(frame) == 4
+    assert {"eta", "max_depth", "FinalObjectiveValue"} <= set(frame.columns)
+    assert job.id == description["id"]
+
+
+def test_fit_without_waiting_and_stop(session: Session) -> None:
+    tuner = Tuner(
+        _estimator(session, num_round=100_000),
+        "validation:auc",
+        {"eta": ContinuousRange(min_value=0.1, max_value=0.5)},
+        strategy="Random",
+        max_jobs=3,
+        max_parallel_jobs=1,
+    )
+    job = tuner.fit(CHANNELS, wait=False)
+    tuner.stop()
+    assert job.wait(timeout=120)["status"] == "Stopped"
+
+
+def test_bad_tuners_are_refused(session: Session) -> None:
+    with pytest.raises(InvalidInputError, match="max_parallel_jobs=5 is more than max_jobs=2"):
+        Tuner(
+            _estimator(session),
+            "validation:auc",
+            {"max_depth": IntegerRange(min_value=1, max_value=3)},
+            max_jobs=2,
+            max_parallel_jobs=5,
+        ).fit(CHANNELS)
+    with pytest.raises(RuntimeError, match="call fit"):
+        Tuner(_estimator(session), "validation:auc", {}).describe()

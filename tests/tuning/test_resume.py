@@ -1,0 +1,104 @@
+"""Kill a tuning controller with SIGKILL mid-job, resume it: nothing lost, nothing run twice."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from scaletune.api import Session
+from scaletune.errors import InvalidInputError
+from scaletune.store import JobStatus
+from scaletune.tuning import TuningController, summarize
+from tests.conftest import pid_alive, wait_until
+
+TUNING = """
+objective_metric = "validation:logloss"
+objective_type = "Minimize"
+strategy = "Random"
+max_jobs = 6
+max_parallel_jobs = 2
+seed = 3
+
+[ranges]
+eta = { type = "Continuous", min_value = 0.05, max_value = 0.5 }
+
+[training]
+algorithm = "xgboost"
+instance_count = 2
+hyperparameters = { num_round = 400, max_depth = 3, eval_metric = "logloss" }
+channels.train = { dataset = "breast-cancer" }
+channels.validation = { dataset = "breast-cancer" }
+"""
+
+
+def _ended_trials(store: Path) -> list[tuple[str, float]]:
+    if not store.exists():
+        return []
+    with sqlite3.connect(store) as db:
+        try:
+            return db.execute(
+                "select id, end_time from training_jobs where tuning_job_id is not null "
+                "and status in ('Completed', 'Failed', 'Stopped') order by id"
+            ).fetchall()
+        except sqlite3.OperationalError:
+            return []
+
+
+def test_resume_after_kill_9(session: Session, store_path: Path, tmp_path: Path) -> None:
+    file = tmp_path / "tuning.toml"
+    file.write_text(TUNING)
+    controller = subprocess.Popen(
+        [sys.executable, "-m", "scaletune", "tune", str(file), "--json"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ),
+    )
+    parent = psutil.Process(controller.pid)
+    try:
+        wait_until(lambda: len(_ended_trials(store_path)) >= 2, timeout=120)
+        workers = [child.pid for child in parent.children(recursive=True)]
+        os.kill(controller.pid, signal.SIGKILL)
+    finally:
+        controller.kill()
+        controller.wait()
+    wait_until(lambda: not any(pid_alive(pid) for pid in workers), timeout=10)
+    before = dict(_ended_trials(store_path))
+    tuning_id = session.store.list_tuning_jobs()[0].id
+    assert session.store.get_tuning_job(tuning_id).status is JobStatus.IN_PROGRESS
+
+    TuningController(session.controller).resume(tuning_id)
+
+    summary = summarize(session.store, tuning_id)
+    assert summary.record.status is JobStatus.COMPLETED
+    trials = summary.trials
+    assert [t.trial_number for t in trials] == list(range(6))  # exactly max_jobs, none twice
+    assert all(t.status.is_terminal for t in trials)
+    after = {t.id: t.end_time for t in trials}
+    assert all(after[job_id] == end for job_id, end in before.items())  # none rerun
+    interrupted = [t for t in trials if t.id not in before and t.status is JobStatus.FAILED]
+    assert all("its tuning controller" in (t.failure_reason or "") for t in interrupted)
+    assert summary.record.best_training_job is not None
+
+
+def test_resume_refuses_ended_or_running_jobs(session: Session) -> None:
+    with pytest.raises(InvalidInputError, match="no tuning job with id 'nope'"):
+        TuningController(session.controller).resume("nope")
+    from tests.tuning.test_tuner import _spec, _tune
+
+    summary = _tune(session, _spec(max_jobs=1, max_parallel_jobs=1))
+    with pytest.raises(InvalidInputError, match="already ended: Completed"):
+        TuningController(session.controller).resume(summary.record.id)
+    tuner = TuningController(session.controller)
+    running = tuner.create(_spec(max_jobs=1, max_parallel_jobs=1))
+    session.store.mark_tuning_in_progress(
+        running, 1.0, os.getpid(), __import__("socket").gethostname()
+    )
+    with pytest.raises(InvalidInputError, match="is still running"):
+        tuner.resume(running)
