@@ -4,9 +4,11 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import psutil
 import pytest
 
 from tests.cli.test_cli import _cli
+from tests.conftest import wait_until
 
 TUNING = """
 objective_metric = "validation:auc"
@@ -91,3 +93,27 @@ def test_bad_tuning_jobs_exit_2_and_start_nothing(
     assert expected in err
     assert _cli(capsys, "tuning", "list", "--json")[1].strip() == "[]"
     assert _cli(capsys, "jobs", "list", "--json")[1].strip() == "[]"
+
+
+def test_tune_without_waiting_runs_on_in_the_background(
+    store_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    file = tmp_path / "tuning.toml"
+    file.write_text(TUNING)
+    code, out, _ = _cli(capsys, "tune", str(file), "--no-wait", "--json", "--set", "max_jobs=2")
+    assert code == 0
+    started = json.loads(out)
+    assert started["status"] in ("Pending", "InProgress")
+
+    def ended() -> bool:
+        shown = json.loads(_cli(capsys, "tuning", "show", started["id"], "--json")[1])
+        return bool(shown["status"] == "Completed")
+
+    wait_until(ended, timeout=120)
+    for child in psutil.Process().children():  # the background runner, once it exits
+        if "tuning" in " ".join(child.cmdline()):
+            child.wait(timeout=30)
+    shown = json.loads(_cli(capsys, "tuning", "show", started["id"], "--json")[1])
+    assert sum(shown["job_counts"].values()) == 2
+    log = store_path.parent / "tuning" / f"{started['id']}.log"
+    assert log.exists()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
@@ -46,6 +49,12 @@ def tune(
         ),
     ] = None,
     json_output: JsonOption = False,
+    no_wait: Annotated[
+        bool,
+        typer.Option(
+            "--no-wait", help="Return at once; the tuning job runs on in a background process."
+        ),
+    ] = False,
     store: StoreOption = None,
 ) -> None:
     """Run a tuning job: every trial is a distributed training job."""
@@ -53,6 +62,17 @@ def tune(
     with Session(store) as session:
         tuner = TuningController(session.controller)
         tuning_id = tuner.create(spec)
+        if no_wait:
+            log = _run_in_background(session, tuning_id)
+            if json_output:
+                print_json(summarize(session.store, tuning_id).to_json_dict())
+            else:
+                out.print(
+                    f"tuning job {tuning_id} started in the background (log: {log}); "
+                    f"follow it with: scaletune tuning show {tuning_id}",
+                    highlight=False,
+                )
+            return
         if not json_output:
             err.print(
                 f"tuning job {tuning_id}: {spec.strategy.value}, {spec.max_jobs} jobs, "
@@ -72,6 +92,24 @@ def tuning_resume(
         tuner = TuningController(session.controller)
         summary = _with_progress(session, tuner, tuning_id, lambda: tuner.resume(tuning_id))
     _finish(summary, json_output)
+
+
+def _run_in_background(session: Session, tuning_id: str) -> Path:
+    """`scaletune tuning resume ID` in a new session, so it outlives this command and its
+    terminal; it runs the Pending job from the start."""
+    log = session.location.home / "tuning" / f"{tuning_id}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    environment = {**os.environ, "SCALETUNE_STORE": session.location.url}
+    with log.open("ab") as output:
+        subprocess.Popen(
+            [sys.executable, "-m", "scaletune", "tuning", "resume", tuning_id],
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=output,
+            env=environment,
+            start_new_session=True,
+        )
+    return log
 
 
 def _with_progress(
