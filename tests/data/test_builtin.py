@@ -6,7 +6,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scaletune.data import download_bank_marketing, prepare_bank_marketing, prepare_breast_cancer
+from scaletune.data import (
+    Table,
+    download_bank_marketing,
+    prepare_bank_marketing,
+    prepare_breast_cancer,
+)
 from scaletune.data._bank_marketing import SOURCE_MEMBER
 from scaletune.errors import InvalidInputError
 
@@ -60,3 +65,29 @@ def test_breast_cancer_splits() -> None:
     assert sum(table.n_rows for table in splits.values()) == 569
     assert splits["train"].n_rows == 398
     assert splits["train"].n_features == 30
+
+
+def test_prepared_datasets_are_reused_until_the_file_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import scaletune.data._channels as channels
+    from scaletune.data import PreparedDatasets
+    from scaletune.spec import BuiltinDataset
+
+    datasets = PreparedDatasets()
+    first = datasets.get(BuiltinDataset.BREAST_CANCER, None)
+    assert datasets.get(BuiltinDataset.BREAST_CANCER, None) is first
+    calls: list[Path | None] = []
+
+    def counting_prepare(dataset: BuiltinDataset, file: Path | None) -> dict[str, Table]:
+        calls.append(file)
+        return first
+
+    monkeypatch.setattr(channels, "prepare_builtin", counting_prepare)
+    source = tmp_path / "bank.csv"
+    source.write_text("x")
+    datasets.get(BuiltinDataset.BANK_MARKETING, source)
+    datasets.get(BuiltinDataset.BANK_MARKETING, source)
+    source.write_text("changed, and longer")
+    datasets.get(BuiltinDataset.BANK_MARKETING, source)
+    assert calls == [source, source]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from scaletune.data._bank_marketing import download_bank_marketing, prepare_bank_marketing
@@ -12,11 +13,32 @@ from scaletune.errors import InvalidInputError
 from scaletune.spec import BuiltinDataset, ChannelName, ChannelSpec, ShardingMode, TrainingJobSpec
 
 
-def load_channels(spec: TrainingJobSpec) -> dict[ChannelName, Table]:
+class PreparedDatasets:
+    """Built-in datasets prepared once per owner (a controller): a tuning job's trials share
+    them. Keyed by the source file's path, size and modification time, so an edit is seen."""
+
+    def __init__(self) -> None:
+        self._prepared: dict[tuple[object, ...], dict[str, Table]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, dataset: BuiltinDataset, dataset_file: Path | None) -> dict[str, Table]:
+        key: tuple[object, ...] = (dataset, dataset_file)
+        if dataset_file is not None:
+            stat = dataset_file.stat()
+            key = (*key, stat.st_size, stat.st_mtime_ns)
+        with self._lock:
+            if key not in self._prepared:
+                self._prepared[key] = prepare_builtin(dataset, dataset_file)
+            return self._prepared[key]
+
+
+def load_channels(
+    spec: TrainingJobSpec, datasets: PreparedDatasets | None = None
+) -> dict[ChannelName, Table]:
+    datasets = datasets or PreparedDatasets()
     tables: dict[ChannelName, Table] = {}
-    prepared: dict[tuple[BuiltinDataset, Path | None], dict[str, Table]] = {}
     for name, channel in spec.channels.items():
-        tables[name] = _load_channel(name, channel, prepared)
+        tables[name] = _load_channel(name, channel, datasets)
     widths = {name: table.n_features for name, table in tables.items()}
     if len(set(widths.values())) > 1:
         shown = ", ".join(f"{name.value}={width + 1}" for name, width in widths.items())
@@ -30,19 +52,11 @@ def load_channels(spec: TrainingJobSpec) -> dict[ChannelName, Table]:
     return tables
 
 
-def _load_channel(
-    name: ChannelName,
-    channel: ChannelSpec,
-    prepared: dict[tuple[BuiltinDataset, Path | None], dict[str, Table]],
-) -> Table:
+def _load_channel(name: ChannelName, channel: ChannelSpec, datasets: PreparedDatasets) -> Table:
     if channel.path is not None:
         return read_csv_table(channel.path)
     assert channel.dataset is not None  # the spec guarantees one of path/dataset
-    key = (channel.dataset, channel.dataset_file)
-    if key not in prepared:
-        prepared[key] = prepare_builtin(channel.dataset, channel.dataset_file)
-    split = (channel.split or name).value
-    return prepared[key][split]
+    return datasets.get(channel.dataset, channel.dataset_file)[(channel.split or name).value]
 
 
 def prepare_builtin(dataset: BuiltinDataset, dataset_file: Path | None) -> dict[str, Table]:

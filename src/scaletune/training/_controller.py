@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from scaletune.algorithms import Algorithm, PreparedData, get_algorithm
 from scaletune.clock import Clock, SystemClock
 from scaletune.cluster import GroupRendezvous, LocalBackend, WorkerGroup
-from scaletune.data import TableFiles, load_channels
+from scaletune.data import PreparedDatasets, TableFiles, load_channels
 from scaletune.spec import ShardingMode, TrainingJobSpec
 from scaletune.store import (
     JobOutcome,
@@ -73,6 +73,7 @@ class TrainingController:
         self.stop_check_seconds = stop_check_seconds
         # Batched so the controller costs the workers little CPU; flushed at the end in any case.
         self.metrics_flush_seconds = metrics_flush_seconds
+        self.datasets = PreparedDatasets()  # built-in datasets, prepared once for all jobs
 
     def prepare(
         self,
@@ -85,7 +86,7 @@ class TrainingController:
         """Load and check every input; only then write the job (Pending) to the store."""
         algorithm = get_algorithm(spec.algorithm)
         hyperparameters = algorithm.parse_hyperparameters(spec.hyperparameters)
-        data = algorithm.prepare_data(hyperparameters, load_channels(spec))
+        data = algorithm.prepare_data(hyperparameters, load_channels(spec, self.datasets))
         now = self.clock.time()
         job_id = job_id or new_job_id(spec.name or spec.algorithm.value, now)
         paths = JobPaths.for_job(self.jobs_dir, job_id, spec)

@@ -1,0 +1,126 @@
+"""The reference's tuning experiment, side by side in one run (REFERENCE.md section 2).
+
+3-worker XGBoost on UCI bank marketing, the reference's 7 ranges, 30 jobs, 4 in parallel:
+  (a) Hyperband (its searcher: --searcher, Bayesian by default),
+  (b) the same searcher with no early stopping,
+  (c) random search with no early stopping,
+plus the 1-worker and 3-worker jobs with the reference's static hyperparameters.
+Reported: best validation AUC, billable worker-seconds and wall time of each, and the ratios
+the issue sets as goals: cost (a)/(b) <= 1/3, wall (a)/(b) <= 1/2, best AUC (a) >= 1 worker's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from benchmarks._report import BANK_MARKETING_FILE, write
+from scaletune.algorithms.xgboost import REFERENCE_HYPERPARAMETERS
+from scaletune.api import Estimator, Session
+from scaletune.spec import TuningJobSpec, apply_override, tuning_spec_from_dict
+from scaletune.tuning import TuningController, summarize
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "tuning-bank-marketing.toml"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--max-jobs", type=int, default=30)
+    parser.add_argument("--parallel", type=int, default=4)
+    parser.add_argument("--searcher", choices=["Random", "Bayesian"], default="Bayesian")
+    parser.add_argument("--max-resource", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    common = [
+        f"max_jobs={args.max_jobs}",
+        f"max_parallel_jobs={args.parallel}",
+        f"seed={args.seed}",
+        f"training.channels.train.dataset_file='{BANK_MARKETING_FILE}'",
+        f"training.channels.validation.dataset_file='{BANK_MARKETING_FILE}'",
+    ]
+    variants = {
+        f"(a) Hyperband ({args.searcher} proposals)": [
+            "strategy=Hyperband",
+            f"hyperband.searcher={args.searcher}",
+            f"hyperband.max_resource={args.max_resource}",
+        ],
+        f"(b) {args.searcher}, no early stopping": [f"strategy={args.searcher}"],
+        "(c) Random, no early stopping": ["strategy=Random"],
+    }
+    results: dict[str, Any] = {}
+    channel = {"dataset": "bank-marketing", "dataset_file": str(BANK_MARKETING_FILE)}
+    with tempfile.TemporaryDirectory() as scratch, Session(Path(scratch) / "store.db") as session:
+        for workers in (1, 3):
+            job = Estimator(
+                "xgboost", REFERENCE_HYPERPARAMETERS, instance_count=workers, session=session
+            ).fit({"train": channel, "validation": channel})
+            record = job.describe()
+            results[f"static, {workers} worker(s)"] = {
+                "best_validation_auc": record.final_metrics["validation:auc"],
+                "billable_seconds": record.billable_seconds,
+                "wall_seconds": record.wall_seconds,
+                "jobs": 1,
+            }
+        for label, overrides in variants.items():
+            spec = _variant([*common, *overrides], hyperband="Hyperband" in label)
+            controller = TuningController(session.controller)
+            tuning_id = controller.create(spec)
+            controller.run(tuning_id, spec)
+            summary = summarize(session.store, tuning_id).to_json_dict()
+            results[label] = {
+                "best_validation_auc": summary["best_objective"],
+                "billable_seconds": summary["billable_seconds"],
+                "wall_seconds": summary["wall_seconds"],
+                "jobs": sum(summary["job_counts"].values()),
+                "job_counts": summary["job_counts"],
+                "best_hyperparameters": summary["best_hyperparameters"],
+            }
+    a, b = (results[label] for label in list(variants)[:2])
+    baseline = results["static, 1 worker(s)"]["best_validation_auc"]
+    goals = {
+        "cost (a)/(b)": a["billable_seconds"] / b["billable_seconds"],
+        "wall (a)/(b)": a["wall_seconds"] / b["wall_seconds"],
+        "best AUC (a) - 1 worker": a["best_validation_auc"] - baseline,
+    }
+    rows = [["run", "jobs", "best validation AUC", "billable worker-s", "wall s"]]
+    for label, result in results.items():
+        rows.append(
+            [
+                label,
+                str(result["jobs"]),
+                f"{result['best_validation_auc']:.4f}",
+                f"{result['billable_seconds']:.0f}",
+                f"{result['wall_seconds']:.0f}",
+            ]
+        )
+    write(
+        "tuning_reference",
+        "The reference's tuning experiment: Hyperband vs no early stopping",
+        {"results": results, "goals": goals, "settings": vars(args)},
+        rows,
+        f"""
+Goals from the issue, as measured here: cost (a)/(b) = {goals["cost (a)/(b)"]:.2f} (goal <= 0.33;
+the reference reached 0.33), wall (a)/(b) = {goals["wall (a)/(b)"]:.2f} (goal <= 0.5), best AUC
+of (a) minus the 1-worker baseline = {goals["best AUC (a) - 1 worker"]:+.4f} (goal >= 0).
+Hyperband's resource is the boosting round (min_resource 1, max_resource {args.max_resource},
+eta 3); every trial uses 3 workers; the 2-core machine runs up to {args.parallel * 3} worker
+processes at once.
+""",
+    )
+
+
+def _variant(overrides: list[str], *, hyperband: bool) -> TuningJobSpec:
+    """The example tuning file with overrides; its [hyperband] table only for Hyperband."""
+    raw = tomllib.loads(EXAMPLE.read_text())
+    if not hyperband:
+        raw.pop("hyperband")
+    for override in overrides:
+        apply_override(raw, override)
+    return tuning_spec_from_dict(raw, base_dir=EXAMPLE.parent)
+
+
+if __name__ == "__main__":
+    main()
