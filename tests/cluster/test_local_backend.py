@@ -176,3 +176,15 @@ def test_a_group_released_while_busy_is_killed_not_pooled(
     group.release()  # e.g. a tuning trial stopped early: its workers are mid-task
     assert not any(pid_alive(pid) for pid in pids)
     assert not set(pids) & set(warm_backend.idle_pids)
+
+
+def test_prestart_fills_the_pool_for_the_next_jobs(tmp_path: Path) -> None:
+    with LocalBackend(preload=(), max_idle_workers=1) as backend:
+        backend.prestart(3)
+        assert backend.max_idle_workers == 3
+        warm = set(backend.idle_pids)
+        assert len(warm) == 3
+        group = backend.launch(_tasks(programs.report_three_steps, 3, tmp_path))
+        assert set(group.pids) == warm
+        _collect(group, Finished, 3)
+        group.release()

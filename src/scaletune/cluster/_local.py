@@ -82,6 +82,19 @@ class LocalBackend:
             raise
         return group
 
+    def ensure_capacity(self, workers: int) -> None:
+        """Keep at least this many idle workers warm (a tuning job's parallel trials)."""
+        with self._lock:
+            self.max_idle_workers = max(self.max_idle_workers, workers)
+
+    def prestart(self, workers: int) -> None:
+        """Start idle workers now, so that the next jobs find them warm."""
+        self.ensure_capacity(workers)
+        with self._lock:
+            missing = workers - len([w for w in self._idle if w.alive()])
+        if missing > 0:
+            self._give_back(self._spawn(missing))
+
     def close(self) -> None:
         with self._lock:
             self._closed = True

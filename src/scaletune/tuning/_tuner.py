@@ -174,6 +174,9 @@ class _Run:
         return value, resource
 
     def run(self) -> TuningJobRecord:
+        self.tuner.controller.backend.ensure_capacity(
+            self.spec.max_parallel_jobs * self.spec.training.instance_count
+        )
         clock = self.tuner.clock
         # A resumed job keeps its first start: its wall time spans the interruption.
         start = self.store.get_tuning_job(self.id).start_time or clock.time()
