@@ -94,6 +94,7 @@ def test_a_worker_killed_mid_job_fails_the_job(session: Session) -> None:
 
 
 def test_a_stop_request_in_the_store_stops_the_job(session: Session) -> None:
+    session.controller.stop_grace_seconds = 0.5  # this program never checks: killed after it
     job, group, thread, result = _run_in_thread(session, _spec(), programs.block_until_killed)
     wait_until(lambda: bool(session.store.metrics(job.id)))
     session.store.request_stop(job.id)  # what `scaletune jobs stop` does from another process
@@ -104,6 +105,7 @@ def test_a_stop_request_in_the_store_stops_the_job(session: Session) -> None:
 
 
 def test_max_runtime_stops_the_job(session: Session) -> None:
+    session.controller.stop_grace_seconds = 0.5  # this program never checks: killed after it
     spec = _spec(max_runtime_seconds=0.5)
     _job, group, thread, result = _run_in_thread(session, spec, programs.block_until_killed)
     thread.join(60)
@@ -163,3 +165,18 @@ def test_a_model_that_cannot_be_published_fails_the_job(session: Session, tmp_pa
     assert record.status is JobStatus.FAILED
     assert (record.failure_reason or "").startswith("could not publish the model:")
     assert record.artifact is None
+
+
+def test_a_stopped_xgboost_job_ends_cleanly_with_its_model_and_warm_workers(
+    session: Session, warm_backend: Any
+) -> None:
+    spec = _spec(hyperparameters={"num_round": 100_000, "eval_metric": "auc"})
+    job, group, thread, result = _run_in_thread(session, spec)
+    wait_until(lambda: len(session.store.metrics(job.id)) > 10)
+    session.store.request_stop(job.id)
+    thread.join(60)
+    record = result[0]
+    assert (record.status, record.failure_reason) == (JobStatus.STOPPED, "stop requested")
+    model = Path(record.artifact or "") / "xgboost-model.json"
+    assert model.exists()  # saved at the round where all workers agreed to stop
+    assert set(group.pids) <= set(warm_backend.idle_pids)  # asked, not killed

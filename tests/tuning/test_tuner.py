@@ -60,7 +60,7 @@ def test_hyperband_tuning_runs_every_trial_once_and_stops_poor_ones(session: Ses
     for trial in stopped:
         assert (trial.failure_reason or "").startswith("bracket ")
         assert trial.resource is not None and trial.resource < 27
-        assert trial.artifact is None
+        assert trial.artifact is not None  # stopped when asked, at a round, with its model
     for trial in trials:
         if trial.status is JobStatus.COMPLETED:
             assert trial.resource == 27
@@ -140,7 +140,8 @@ def test_a_stop_request_stops_running_trials(session: Session) -> None:
     assert summary.record.status is JobStatus.STOPPED
     assert summary.record.failure_reason == "stop requested"
     assert len(summary.trials) == 2  # the first two had started; no more did
-    assert all(t.status is JobStatus.STOPPED for t in summary.trials)
+    assert all(t.status is JobStatus.STOPPED for t in summary.trials), [
+        (t.status, t.failure_reason) for t in summary.trials]
 
 
 def test_analytics_has_a_row_per_job_with_the_reference_columns(session: Session) -> None:

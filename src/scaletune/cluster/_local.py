@@ -124,7 +124,7 @@ class LocalBackend:
                         [
                             sys.executable,
                             "-m",
-                            "scaletune.cluster._process",
+                            "scaletune.cluster._entry",
                             str(theirs.fileno()),
                             str(os.getpid()),
                         ],
@@ -206,10 +206,14 @@ class WorkerGroup:
             events.append(Exited(rank, process.returncode))
         return events
 
+    @property
+    def all_finished(self) -> bool:
+        return len(self._finished) == len(self._workers)
+
     def release(self) -> None:
         """The job is over: workers that all finished their task go back to the pool; a group
         with any worker still busy (the job was ended early) is killed instead."""
-        if len(self._finished) < len(self._workers):
+        if not self.all_finished:
             self.kill()
         elif not self._ended:
             self._ended = True

@@ -1,9 +1,5 @@
 """The main loop of one worker process: import once, then run task after task (the warm pool).
-
-Started as `python -m scaletune.cluster._process FD PARENT_PID`, where FD is this end of a
-socketpair, so a worker never re-imports the controller's __main__ (a script without an
-`if __name__ == "__main__"` guard still works).
-"""
+Started through `python -m scaletune.cluster._entry` (see there)."""
 
 from __future__ import annotations
 
@@ -59,7 +55,7 @@ def serve(conn: Connection, parent_pid: int) -> None:
 def _run(task: WorkerTask, conn: Connection) -> Finished | Failed:
     with _output_to(task.log_path):
         try:
-            task.program(WorkerContext(task, send=conn.send))
+            task.program(WorkerContext(task, conn.send))
         except BaseException as exc:  # the job fails with this worker's error, whatever it is
             trace = traceback.format_exc()
             print(trace, file=sys.stderr, flush=True)
@@ -97,7 +93,3 @@ def _exit_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
     threading.Thread(target=watch, name="scaletune-parent-watch", daemon=True).start()
-
-
-if __name__ == "__main__":
-    serve(Connection(int(sys.argv[1])), int(sys.argv[2]))

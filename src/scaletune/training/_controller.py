@@ -31,6 +31,7 @@ from scaletune.training._stopper import Stopper
 from scaletune.worker import ChannelShard, Exited, Failed, Finished, Report, WorkerTask
 
 ROOT_CAUSE_SECONDS = 0.5
+STOP_FILE = "stop"  # in the job's scratch folder: asks its workers to end at their next step
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ class TrainingController:
         poll_seconds: float = 0.05,
         stop_check_seconds: float = 0.5,
         metrics_flush_seconds: float = 0.5,
+        stop_grace_seconds: float = 5.0,
     ) -> None:
         self.store = store
         self.backend = backend
@@ -73,6 +75,7 @@ class TrainingController:
         self.stop_check_seconds = stop_check_seconds
         # Batched so the controller costs the workers little CPU; flushed at the end in any case.
         self.metrics_flush_seconds = metrics_flush_seconds
+        self.stop_grace_seconds = stop_grace_seconds  # then workers are killed
         self.datasets = PreparedDatasets()  # built-in datasets, prepared once for all jobs
 
     def prepare(
@@ -132,7 +135,14 @@ class TrainingController:
             if on_started is not None:
                 on_started(group)
             ending = self._supervise(
-                job, group, stop, started, final_metrics, pending, on_report or _ignore
+                job,
+                group,
+                stop,
+                started,
+                final_metrics,
+                pending,
+                on_report or _ignore,
+                scratch / STOP_FILE,
             )
         except KeyboardInterrupt:
             interrupted = True
@@ -141,12 +151,16 @@ class TrainingController:
             ending = _Ending(JobStatus.FAILED, f"controller error: {type(exc).__name__}: {exc}")
         artifact = None
         try:
-            completed = ending.status is JobStatus.COMPLETED
+            # Every worker finished its task (it completed, or stopped when asked): the
+            # workers go back to the pool and the model is published. Otherwise they die.
+            clean = (
+                group is not None and group.all_finished and ending.status is not (JobStatus.FAILED)
+            )
             if group is not None:
-                group.release() if completed else group.kill()
+                group.release() if clean else group.kill()
             if rendezvous is not None:
-                rendezvous.close(completed=completed)
-            if completed:
+                rendezvous.close(completed=clean)
+            if clean:
                 try:
                     artifact = str(self._publish(job, scratch / "model"))
                 except OSError as exc:
@@ -198,6 +212,7 @@ class TrainingController:
                 log_path=job.paths.log_path(rank),
                 rendezvous=rendezvous.info,
                 seed=job.spec.seed,
+                stop_file=scratch / STOP_FILE,
             )
             for rank in range(world_size)
         ]
@@ -212,14 +227,18 @@ class TrainingController:
         final_metrics: dict[str, float],
         pending: list[MetricPoint],
         on_report: Callable[[Report], None],
+        stop_file: Path,
     ) -> _Ending:
         deadline = started + job.spec.max_runtime_seconds
         next_stop_check = next_flush = started
         finished: set[int] = set()
+        stopping: _Ending | None = None  # set once the workers were asked to stop
+        grace_ends = float("inf")
         while len(finished) < job.spec.instance_count:
             now = self.clock.monotonic()
             failures: list[Failed | Exited] = []
-            for event in group.poll(min(self.poll_seconds, max(deadline - now, 0.0))):
+            wait = min(self.poll_seconds, max(min(deadline, grace_ends) - now, 0.0))
+            for event in group.poll(wait):
                 if isinstance(event, Report):
                     for name, value in event.metrics.items():
                         pending.append(MetricPoint(name, event.step, value, event.time))
@@ -236,18 +255,27 @@ class TrainingController:
                 next_flush = now + self.metrics_flush_seconds
                 self.store.append_metrics(job.id, pending)
                 pending.clear()
+            if stopping is not None:
+                if now >= grace_ends:  # the program did not stop by itself: run() kills it
+                    return stopping
+                continue
             if stop.is_set():
-                return _Ending(stop.status, stop.reason)
-            if now >= next_stop_check:
-                next_stop_check = now + self.stop_check_seconds
-                if self.store.is_stop_requested(job.id):
-                    return _Ending(JobStatus.STOPPED, "stop requested")
-            if now >= deadline:
-                return _Ending(
+                stopping = _Ending(stop.status, stop.reason)
+            elif now >= next_stop_check and self.store.is_stop_requested(job.id):
+                stopping = _Ending(JobStatus.STOPPED, "stop requested")
+            elif now >= deadline:
+                stopping = _Ending(
                     JobStatus.STOPPED,
                     f"max_runtime_seconds={job.spec.max_runtime_seconds:g} reached",
                 )
-        return _Ending(JobStatus.COMPLETED)
+            if now >= next_stop_check:
+                next_stop_check = now + self.stop_check_seconds
+            if stopping is not None:
+                # Ask first: a program that checks ends cleanly at its next step, saves its
+                # model, and its workers stay warm for the next job.
+                stop_file.touch()
+                grace_ends = now + self.stop_grace_seconds
+        return stopping or _Ending(JobStatus.COMPLETED)
 
     def _with_root_cause(
         self, group: WorkerGroup, failures: list[Failed | Exited]

@@ -51,6 +51,9 @@ class WorkerTask:
     log_path: Path
     rendezvous: Rendezvous
     seed: int
+    # Appears when the controller wants the task to end at its next step. A file, not a
+    # signal: a signal interrupts the collective's socket calls (EINTR) and breaks them.
+    stop_file: Path | None = None
 
 
 class WorkerContext:
@@ -59,6 +62,12 @@ class WorkerContext:
     def __init__(self, task: WorkerTask, send: Callable[[Report], None]) -> None:
         self.task = task
         self._send = send
+
+    def stop_requested(self) -> bool:
+        """The controller asks this task to end at its next step (early stopping, a stop, the
+        time limit). Programs that check it end cleanly, save what they have, and their
+        workers stay warm; programs that do not are killed after a grace period."""
+        return self.task.stop_file is not None and self.task.stop_file.exists()
 
     @property
     def rank(self) -> int:

@@ -7,6 +7,7 @@ import json
 import os
 from typing import Any
 
+import numpy as np
 import xgboost as xgb
 from xgboost import collective
 
@@ -89,4 +90,12 @@ class _ReportEachRound(xgb.callback.TrainingCallback):
             for metric, values in by_metric.items()
         }
         self._ctx.report(epoch + 1, **metrics)
-        return False
+        return self._stop_agreed()
+
+    def _stop_agreed(self) -> bool:
+        """Every rank must stop at the same round, or the next collective would hang."""
+        wanted = self._ctx.stop_requested()
+        if self._ctx.world_size == 1:
+            return wanted
+        agreed = collective.allreduce(np.array([int(wanted)], dtype=np.int32), collective.Op.MAX)
+        return bool(agreed[0])
