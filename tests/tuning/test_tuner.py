@@ -141,7 +141,8 @@ def test_a_stop_request_stops_running_trials(session: Session) -> None:
     assert summary.record.failure_reason == "stop requested"
     assert len(summary.trials) == 2  # the first two had started; no more did
     assert all(t.status is JobStatus.STOPPED for t in summary.trials), [
-        (t.status, t.failure_reason) for t in summary.trials]
+        (t.status, t.failure_reason) for t in summary.trials
+    ]
 
 
 def test_analytics_has_a_row_per_job_with_the_reference_columns(session: Session) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
+from scaletune.api._waiting import join_or_stop
 from scaletune.store import Store, TrainingJobRecord
 from scaletune.training import Stopper, reconcile_orphan
 
@@ -47,14 +48,7 @@ class TrainingJob:
     def wait(self, timeout: float | None = None) -> TrainingJobRecord:
         """Block until the job ends; Ctrl-C while waiting stops the job."""
         if self._thread is not None:
-            try:
-                self._thread.join(timeout)
-            except KeyboardInterrupt:
-                self.stop()
-                self._thread.join()
-                raise
-            if self._thread.is_alive():
-                raise TimeoutError(f"training job {self.id!r} still running after {timeout} s")
+            join_or_stop(self._thread, timeout, self.stop, f"training job {self.id!r}")
         return self.describe()
 
     def stop(self) -> None:

@@ -10,6 +10,7 @@ import pandas as pd
 
 from scaletune.api._estimator import ChannelInput, Estimator
 from scaletune.api._session import Session
+from scaletune.api._waiting import join_or_stop
 from scaletune.spec import tuning_spec_from_dict
 from scaletune.store import Store
 from scaletune.tuning import TuningController, TuningSummary, analytics_dataframe, summarize
@@ -38,14 +39,7 @@ class TuningJob:
 
     def wait(self, timeout: float | None = None) -> dict[str, Any]:
         if self._thread is not None:
-            try:
-                self._thread.join(timeout)
-            except KeyboardInterrupt:
-                self.stop()
-                self._thread.join()
-                raise
-            if self._thread.is_alive():
-                raise TimeoutError(f"tuning job {self.id!r} still running after {timeout} s")
+            join_or_stop(self._thread, timeout, self.stop, f"tuning job {self.id!r}")
         return self.describe()
 
     def stop(self) -> None:

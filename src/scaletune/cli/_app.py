@@ -10,9 +10,9 @@ from types import FrameType
 from typing import Annotated, NoReturn
 
 import typer
-from rich.console import Console
 
 from scaletune.api import Session
+from scaletune.cli._options import StoreOption, err, out
 from scaletune.cli._render import job_summary, jobs_table, print_json, progress
 from scaletune.cli._tuning import tune, tuning_app
 from scaletune.errors import InvalidInputError, ScaletuneError, StoreError
@@ -38,17 +38,6 @@ app.add_typer(jobs_app, name="jobs")
 app.command("tune")(tune)
 app.add_typer(tuning_app, name="tuning")
 
-err = Console(stderr=True)
-out = Console()
-
-StoreOption = Annotated[
-    str | None,
-    typer.Option(
-        "--store",
-        envvar="SCALETUNE_STORE",
-        help="SQLite file or database URL (default: ~/.local/share/scaletune).",
-    ),
-]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the job record as JSON.")]
 
 

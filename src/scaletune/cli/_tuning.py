@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from scaletune.api import Session
+from scaletune.cli._options import StoreOption, err, out
 from scaletune.cli._render import print_json
 from scaletune.spec import load_tuning_spec
 from scaletune.store import JobStatus
@@ -26,17 +26,6 @@ from scaletune.tuning import (
 )
 
 tuning_app = typer.Typer(no_args_is_help=True, help="Look at and stop tuning jobs.")
-err = Console(stderr=True)
-out = Console()
-
-StoreOption = Annotated[
-    str | None,
-    typer.Option(
-        "--store",
-        envvar="SCALETUNE_STORE",
-        help="SQLite file or database URL (default: ~/.local/share/scaletune).",
-    ),
-]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the tuning job as JSON.")]
 
 
