@@ -98,3 +98,47 @@ def test_default_objective_metric_follows_the_objective() -> None:
     raw = _raw(objective_metric="validation:logloss", objective_type="Minimize")
     raw["training"]["hyperparameters"] = {"num_round": 27}  # binary:logistic -> logloss
     assert tuning_spec_from_dict(raw).objective_metric == "validation:logloss"
+
+
+def test_cluster_size_can_be_tuned() -> None:
+    ranges = {
+        "instance_count": {"type": "Integer", "min_value": 1, "max_value": 3},
+        "eta": {"type": "Continuous", "min_value": 0.1, "max_value": 0.5},
+    }
+    spec = tuning_spec_from_dict(_raw(ranges=ranges))
+    assert spec.max_instance_count == 3
+    trial = spec.trial_spec({"instance_count": 3, "eta": 0.2})
+    assert (trial.instance_count, trial.hyperparameters["eta"]) == (3, 0.2)
+    assert "instance_count" not in trial.hyperparameters
+
+
+@pytest.mark.parametrize(
+    ("size_range", "hyperparameters", "expected"),
+    [
+        (
+            {"type": "Continuous", "min_value": 1, "max_value": 3},
+            {},
+            "a cluster size needs an Integer or Categorical range",
+        ),
+        (
+            {"type": "Integer", "min_value": 0, "max_value": 3},
+            {},
+            "ranges.instance_count: 0 is not allowed: instance_count: Input should be greater",
+        ),
+        ({"type": "Categorical", "values": [1, "two"]}, {}, "cluster sizes are whole numbers"),
+        (
+            {"type": "Integer", "min_value": 1, "max_value": 2},
+            {"tree_method": "exact"},
+            "ranges.instance_count: 2 is not allowed: hyperparameters.tree_method='exact'",
+        ),
+    ],
+)
+def test_bad_cluster_size_ranges(
+    size_range: dict[str, Any], hyperparameters: dict[str, Any], expected: str
+) -> None:
+    raw = _raw(ranges={"instance_count": size_range})
+    raw["training"]["hyperparameters"].update(hyperparameters)
+    raw["training"]["instance_count"] = 1
+    with pytest.raises(InvalidInputError) as caught:
+        tuning_spec_from_dict(raw)
+    assert expected in str(caught.value)

@@ -165,3 +165,27 @@ def test_analytics_has_a_row_per_job_with_the_reference_columns(session: Session
     ):
         assert column in frame.columns
     assert set(frame["TrainingJobName"]) == {t.id for t in summary.trials}
+
+
+def test_cluster_size_as_a_tuned_choice(session: Session) -> None:
+    spec = _spec(
+        strategy="Random",
+        hyperband=None,
+        max_jobs=4,
+        max_parallel_jobs=2,
+        seed=2,
+        ranges={
+            "instance_count": {"type": "Categorical", "values": [1, 2]},
+            "eta": {"type": "Continuous", "min_value": 0.05, "max_value": 0.5},
+        },
+    )
+    summary = _tune(session, spec)
+    sizes = {t.instance_count for t in summary.trials}
+    assert sizes == {1, 2}, "seed 2 draws both sizes in 4 trials"
+    for trial in summary.trials:
+        assert "instance_count" not in trial.hyperparameters
+        assert trial.billable_seconds == pytest.approx(
+            trial.instance_count * (trial.wall_seconds or 0)
+        )
+    frame = analytics_dataframe(session.store, summary.record.id)
+    assert list(frame["instance_count"]) == list(frame["InstanceCount"])

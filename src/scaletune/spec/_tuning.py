@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from scaletune.errors import InvalidInputError
 from scaletune.spec._ranges import (
@@ -16,6 +17,9 @@ from scaletune.spec._ranges import (
     Range,
 )
 from scaletune.spec._training import TrainingJobSpec, _Frozen
+
+# A range over the number of workers: cluster size as a tuned choice, not a hyperparameter.
+CLUSTER_SIZE = "instance_count"
 
 
 class Strategy(StrEnum):
@@ -100,6 +104,9 @@ class TuningJobSpec(_Frozen):
         known = algorithm.hyperparameter_names()
         base = dict(self.training.hyperparameters)
         for name, parameter in self.ranges.items():
+            if name == CLUSTER_SIZE:
+                self._check_cluster_sizes(parameter)
+                continue
             if name not in known:
                 raise InvalidInputError(
                     f"ranges.{name}: {self.training.algorithm.value} has no hyperparameter {name!r}"
@@ -117,6 +124,51 @@ class TuningJobSpec(_Frozen):
                 f"objective_metric {self.objective_metric!r} is never reported by this job; "
                 f"it reports {sorted(reported)}"
             )
+
+    def _check_cluster_sizes(self, parameter: Range) -> None:
+        if isinstance(parameter, ContinuousRange):
+            raise InvalidInputError(
+                f"ranges.{CLUSTER_SIZE}: a cluster size needs an Integer or Categorical range"
+            )
+        for value in _cluster_sizes(parameter):
+            try:
+                self.trial_spec({CLUSTER_SIZE: value})
+            except InvalidInputError as exc:
+                raise InvalidInputError(
+                    f"ranges.{CLUSTER_SIZE}: {value!r} is not allowed: {exc}"
+                ) from None
+
+    def trial_spec(self, config: Mapping[str, object]) -> TrainingJobSpec:
+        """The training job of one trial: its configuration over the base job, validated."""
+        hyperparameters = {k: v for k, v in config.items() if k != CLUSTER_SIZE}
+        raw = self.training.model_dump()
+        raw["hyperparameters"] = {**raw["hyperparameters"], **hyperparameters}
+        if CLUSTER_SIZE in config:
+            raw["instance_count"] = config[CLUSTER_SIZE]
+        try:
+            return TrainingJobSpec.model_validate(raw)
+        except ValidationError as exc:
+            from scaletune.spec._loader import describe_validation_error
+
+            raise InvalidInputError(describe_validation_error(exc)) from None
+
+    @property
+    def max_instance_count(self) -> int:
+        """The most workers one trial can ask for."""
+        sizes = self.ranges.get(CLUSTER_SIZE)
+        if sizes is None:
+            return self.training.instance_count
+        return max(_cluster_sizes(sizes))
+
+
+def _cluster_sizes(parameter: Range) -> list[int]:
+    values = _extremes(parameter)
+    sizes = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
+    if len(sizes) != len(values):
+        raise InvalidInputError(
+            f"ranges.{CLUSTER_SIZE}: cluster sizes are whole numbers (got {values})"
+        )
+    return sizes
 
 
 def _extremes(parameter: Range) -> list[object]:

@@ -14,6 +14,7 @@ import pandas as pd
 from scaletune.algorithms import get_algorithm
 from scaletune.spec import AlgorithmName
 from scaletune.store import JobStatus, MetricPoint, Store, TrainingJobRecord, TuningJobRecord
+from scaletune.tuning._tuner import tuned_value
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,7 @@ def analytics_dataframe(store: Store, tuning_id: str) -> pd.DataFrame:
     for trial in store.training_jobs_of(tuning_id):
         rows.append(
             {
-                **{name: trial.hyperparameters.get(name) for name in tuned},
+                **{name: tuned_value(trial, name) for name in tuned},
                 "TrainingJobName": trial.id,
                 "TrainingJobStatus": trial.status.value,
                 "FinalObjectiveValue": trial.objective,

@@ -15,12 +15,14 @@ from pydantic import ValidationError
 from scaletune.clock import Clock, SystemClock
 from scaletune.errors import InvalidInputError
 from scaletune.spec import ObjectiveType, TuningJobSpec, describe_validation_error
+from scaletune.spec._tuning import CLUSTER_SIZE
 from scaletune.store import (
     JobOutcome,
     JobStatus,
     NewTrainingJob,
     NewTuningJob,
     Store,
+    TrainingJobRecord,
     TuningJobRecord,
 )
 from scaletune.training import (
@@ -122,6 +124,11 @@ class TuningController:
         return run.run()
 
 
+def tuned_value(trial: TrainingJobRecord, name: str) -> object:
+    """What a trial was given for a tuned name: a hyperparameter, or its cluster size."""
+    return trial.instance_count if name == CLUSTER_SIZE else trial.hyperparameters.get(name)
+
+
 class _Run:
     """The state of one tuning job while it runs."""
 
@@ -144,7 +151,7 @@ class _Run:
             assert trial.trial_number is not None  # trials of a tuning job have numbers
             value, resource = self._result(trial.id)
             failed = trial.status is JobStatus.FAILED or value is None
-            tuned = {name: trial.hyperparameters[name] for name in self.spec.ranges}
+            tuned = {name: tuned_value(trial, name) for name in self.spec.ranges}
             self.searcher.restore(
                 trial.trial_number,
                 tuned,
@@ -175,7 +182,7 @@ class _Run:
 
     def run(self) -> TuningJobRecord:
         self.tuner.controller.backend.ensure_capacity(
-            self.spec.max_parallel_jobs * self.spec.training.instance_count
+            self.spec.max_parallel_jobs * self.spec.max_instance_count
         )
         clock = self.tuner.clock
         # A resumed job keeps its first start: its wall time spans the interruption.
@@ -235,16 +242,14 @@ class _Run:
         return self.halt_reason is None and self.proposed < self.spec.max_jobs
 
     def _start(self, suggestion: Suggestion) -> None:
-        training = self.spec.training.model_copy(
-            update={"hyperparameters": {**self.spec.training.hyperparameters, **suggestion.config}}
-        )
         job_id = f"{self.id}-{suggestion.number:03d}"
         try:
+            training = self.spec.trial_spec(suggestion.config)
             prepared = self.tuner.controller.prepare(
                 training, job_id=job_id, tuning_job_id=self.id, trial_number=suggestion.number
             )
         except InvalidInputError as exc:  # recorded as a failed trial; the tuning goes on
-            self._record_unstartable(job_id, training.model_dump(mode="json"), suggestion, exc)
+            self._record_unstartable(job_id, suggestion, exc)
             return
         stopper = Stopper()
         thread = threading.Thread(
@@ -322,18 +327,21 @@ class _Run:
             trial.stopper.request(JobStatus.STOPPED, reason)
 
     def _record_unstartable(
-        self, job_id: str, spec: dict[str, object], suggestion: Suggestion, error: InvalidInputError
+        self, job_id: str, suggestion: Suggestion, error: InvalidInputError
     ) -> None:
+        """A trial whose job could not even start is still a record (and counts to max_jobs)."""
         now = self.tuner.clock.time()
         training = self.spec.training
+        config = dict(suggestion.config)
+        size = config.pop(CLUSTER_SIZE, None)
         self.store.create_training_job(
             NewTrainingJob(
                 id=job_id,
                 name=training.name,
                 algorithm=training.algorithm.value,
-                spec=spec,
-                hyperparameters={**training.hyperparameters, **suggestion.config},
-                instance_count=training.instance_count,
+                spec=training.model_dump(mode="json"),
+                hyperparameters={**training.hyperparameters, **config},
+                instance_count=size if isinstance(size, int) else training.instance_count,
                 created_at=now,
                 log_dir="",
                 tuning_job_id=self.id,
