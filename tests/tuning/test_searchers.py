@@ -135,3 +135,16 @@ def test_grid_refuses_continuous_ranges() -> None:
 def test_bad_ranges(raw: dict[str, object], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         TypeAdapter(ParameterRange).validate_python(raw)
+
+
+def test_priors_inform_without_taking_trial_numbers() -> None:
+    ranges: dict[str, Range] = {"eta": ContinuousRange(min_value=0.1, max_value=0.5)}
+    searcher = bayesian_searcher(ranges, ObjectiveType.MAXIMIZE, seed=0, n_startup=1)
+    assert searcher.add_prior({"eta": 0.2}, 0.7)
+    assert not searcher.add_prior({"eta": 0.9}, 0.9)  # outside this job's range
+    assert not searcher.add_prior({"depth": 3}, 0.9)  # another job's hyperparameters
+    searcher.restore(0, {"eta": 0.3}, 0.6)  # this job's own trial 0, after a restart
+    suggestion = searcher.suggest()
+    assert suggestion is not None
+    assert suggestion.number == 1
+    assert not GridSearcher({"d": IntegerRange(min_value=1, max_value=2)}).add_prior({"d": 1}, 0.5)

@@ -189,3 +189,57 @@ def test_cluster_size_as_a_tuned_choice(session: Session) -> None:
         )
     frame = analytics_dataframe(session.store, summary.record.id)
     assert list(frame["instance_count"]) == list(frame["InstanceCount"])
+
+
+def test_warm_start_from_a_parent_tuning_job(session: Session) -> None:
+    parent = _tune(
+        session, _spec(strategy="Random", hyperband=None, max_jobs=3, max_parallel_jobs=3, seed=5)
+    )
+    child_spec = _spec(
+        strategy="Bayesian",
+        hyperband=None,
+        max_jobs=2,
+        max_parallel_jobs=2,
+        warm_start={"parents": [parent.record.id]},
+    )
+    tuner = TuningController(session.controller)
+    child_id = tuner.create(child_spec)
+    tuner.run(child_id, child_spec)
+    child = summarize(session.store, child_id)
+    assert child.record.status is JobStatus.COMPLETED
+    assert [t.trial_number for t in child.trials] == [0, 1]  # its own numbering
+    assert child.record.best_training_job is not None
+    assert child.record.best_training_job.startswith(child_id)  # best of its own trials
+
+
+@pytest.mark.parametrize(
+    ("parents", "expected"),
+    [
+        (["no-such-tuning-job"], "no tuning job with id 'no-such-tuning-job'"),
+        (["UNFINISHED"], "has not ended (Pending)"),
+        (["OTHER-OBJECTIVE"], "optimised Maximize validation:auc, not Minimize validation:logloss"),
+    ],
+)
+def test_bad_warm_start_parents_are_refused(
+    session: Session, parents: list[str], expected: str
+) -> None:
+    from scaletune.errors import InvalidInputError
+
+    tuner = TuningController(session.controller)
+    names = {"UNFINISHED": tuner.create(_spec())}
+    channel = {"dataset": "breast-cancer"}
+    other = _spec(
+        objective_metric="validation:auc",
+        objective_type="Maximize",
+        training={
+            "algorithm": "xgboost",
+            "instance_count": 2,
+            "hyperparameters": {"num_round": 27, "eval_metric": "auc"},
+            "channels": {"train": channel, "validation": channel},
+        },
+    )
+    names["OTHER-OBJECTIVE"] = tuner.create(other)
+    session.store.finish_tuning_job(names["OTHER-OBJECTIVE"], JobStatus.COMPLETED, 1.0, 1.0)
+    spec = _spec(warm_start={"parents": [names.get(p, p) for p in parents]})
+    with pytest.raises(InvalidInputError, match=expected.replace("(", r"\(").replace(")", r"\)")):
+        tuner.create(spec)

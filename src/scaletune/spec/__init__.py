@@ -30,7 +30,14 @@ from scaletune.spec._training import (
     SyncMode,
     TrainingJobSpec,
 )
-from scaletune.spec._tuning import EarlyStopping, HyperbandSpec, Strategy, TuningJobSpec
+from scaletune.spec._tuning import (
+    EarlyStopping,
+    HyperbandSpec,
+    Strategy,
+    TuningJobSpec,
+    WarmStartSpec,
+    WarmStartType,
+)
 
 __all__ = [
     "AlgorithmName",
@@ -54,6 +61,8 @@ __all__ = [
     "SyncMode",
     "TrainingJobSpec",
     "TuningJobSpec",
+    "WarmStartSpec",
+    "WarmStartType",
     "apply_override",
     "describe_validation_error",
     "load_training_spec",

@@ -52,6 +52,18 @@ class HyperbandSpec(_Frozen):
         return self
 
 
+class WarmStartType(StrEnum):
+    IDENTICAL_DATA_AND_ALGORITHM = "IdenticalDataAndAlgorithm"
+    TRANSFER_LEARNING = "TransferLearning"  # other data: parents' results are weaker hints
+
+
+class WarmStartSpec(_Frozen):
+    """Earlier tuning jobs whose finished trials the searcher learns from before proposing."""
+
+    parents: list[str] = Field(min_length=1, max_length=5)
+    type: WarmStartType = WarmStartType.IDENTICAL_DATA_AND_ALGORITHM
+
+
 class TuningJobSpec(_Frozen):
     name: str | None = None
     objective_metric: str
@@ -65,6 +77,7 @@ class TuningJobSpec(_Frozen):
     seed: int = Field(default=0, ge=0, le=2**31 - 1)
     target_objective: float | None = None
     max_jobs_without_improvement: int | None = Field(default=None, ge=1)
+    warm_start: WarmStartSpec | None = None
     training: TrainingJobSpec
 
     @model_validator(mode="after")

@@ -53,6 +53,11 @@ class Searcher(Protocol):
         Called in order of `number`, before any new suggestion."""
         ...
 
+    def add_prior(self, config: Config, value: float) -> bool:
+        """A result from another tuning job (warm start), before any of this job's trials.
+        False where it cannot be used (outside these ranges, or a searcher that does not learn)."""
+        ...
+
 
 class OptunaSearcher:
     """Proposals from an Optuna sampler through ask-and-tell, on an in-memory study."""
@@ -70,14 +75,16 @@ class OptunaSearcher:
         )
         self._study = optuna.create_study(direction=direction, sampler=sampler)
         self._trials: dict[int, optuna.Trial] = {}
+        self._priors = 0  # warm-start trials: in the study, outside this job's numbering
 
     def suggest(self) -> Suggestion:
         trial = self._study.ask(self._distributions)
-        self._trials[trial.number] = trial
+        number = trial.number - self._priors
+        self._trials[number] = trial
         config: Config = {
             name: self._ranges[name].from_sample(value) for name, value in trial.params.items()
         }
-        return Suggestion(trial.number, config)
+        return Suggestion(number, config)
 
     def observe(
         self,
@@ -106,7 +113,7 @@ class OptunaSearcher:
         resource: int | None = None,
         stopped_early: bool = False,
     ) -> None:
-        if number != len(self._study.trials):
+        if number != len(self._study.trials) - self._priors:
             raise ValueError(f"trial {number} restored out of order")
         params = {
             name: self._ranges[name].to_sample(config[name])  # type: ignore[arg-type]
@@ -127,6 +134,26 @@ class OptunaSearcher:
                 intermediate_values=intermediate,
             )
         )
+
+    def add_prior(self, config: Config, value: float) -> bool:
+        if self._trials or len(self._study.trials) > self._priors:
+            raise ValueError("priors go in before this job's own trials")
+        if any(name not in config for name in self._ranges):
+            return False
+        params = {
+            name: self._ranges[name].to_sample(config[name])  # type: ignore[arg-type]
+            for name in self._ranges
+        }
+        try:
+            self._study.add_trial(
+                optuna.trial.create_trial(
+                    params=params, distributions=self._distributions, value=value
+                )
+            )
+        except ValueError:  # outside this job's ranges
+            return False
+        self._priors += 1
+        return True
 
 
 def random_searcher(
@@ -192,3 +219,6 @@ class GridSearcher:
         if number != self._count or next(self._points, None) is None:
             raise ValueError(f"grid point {number} restored out of order")
         self._count += 1
+
+    def add_prior(self, config: Config, value: float) -> bool:
+        return False  # the grid is walked in full whatever came before

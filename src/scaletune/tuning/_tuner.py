@@ -75,6 +75,7 @@ class TuningController:
         self.on_progress = on_progress
 
     def create(self, spec: TuningJobSpec) -> str:
+        self._check_parents(spec)
         tuning_id = new_job_id(spec.name or "tuning", self.clock.time())
         self.store.create_tuning_job(
             NewTuningJob(
@@ -86,6 +87,23 @@ class TuningController:
             )
         )
         return tuning_id
+
+    def _check_parents(self, spec: TuningJobSpec) -> None:
+        """Warm-start parents must exist, have ended, and have optimised the same objective."""
+        for parent_id in spec.warm_start.parents if spec.warm_start else []:
+            parent = self.store.get_tuning_job(parent_id)
+            if not parent.status.is_terminal:
+                raise InvalidInputError(
+                    f"warm_start.parents: tuning job {parent_id!r} has not ended "
+                    f"({parent.status.value})"
+                )
+            theirs = (parent.spec.get("objective_metric"), parent.spec.get("objective_type"))
+            ours = (spec.objective_metric, spec.objective_type.value)
+            if theirs != ours:
+                raise InvalidInputError(
+                    f"warm_start.parents: tuning job {parent_id!r} optimised {theirs[1]} "
+                    f"{theirs[0]}, not {ours[1]} {ours[0]}"
+                )
 
     def run(self, tuning_id: str, spec: TuningJobSpec) -> TuningJobRecord:
         """Run to the end. Ctrl-C stops every running trial and the tuning job, then re-raises."""
@@ -143,6 +161,19 @@ class _Run:
         self.best: float | None = None
         self.since_improvement = 0
         self.halt_reason: str | None = None  # set when no more trials should start
+        self.priors = self._load_priors()
+
+    def _load_priors(self) -> int:
+        """Warm start: the parents' finished trials, as the searcher's first observations."""
+        used = 0
+        for parent_id in self.spec.warm_start.parents if self.spec.warm_start else []:
+            for trial in self.store.training_jobs_of(parent_id):
+                if trial.status is JobStatus.FAILED or trial.objective is None:
+                    continue
+                config = {name: tuned_value(trial, name) for name in self.spec.ranges}
+                if None not in config.values() and self.searcher.add_prior(config, trial.objective):
+                    used += 1
+        return used
 
     def restore(self) -> None:
         """Bring searcher, scheduler and best-so-far to where the trials in the store left them."""
