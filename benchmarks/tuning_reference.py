@@ -98,7 +98,7 @@ def main() -> None:
             ]
         )
     write(
-        "tuning_reference",
+        "tuning_reference" if args.searcher == "Bayesian" else "tuning_reference_random",
         "The reference's tuning experiment: Hyperband vs no early stopping",
         {"results": results, "goals": goals, "settings": vars(args)},
         rows,
