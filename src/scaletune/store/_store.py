@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Engine, create_engine, event, insert, inspect, select, text, update
 from sqlalchemy.engine import Connection, make_url
@@ -30,6 +31,7 @@ from scaletune.store._schema import (
 )
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+RecordT = TypeVar("RecordT", TrainingJobRecord, TuningJobRecord)
 
 
 class Store:
@@ -345,51 +347,18 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 
 def _record(row: Any) -> TrainingJobRecord:
-    return TrainingJobRecord(
-        id=row["id"],
-        name=row["name"],
-        algorithm=row["algorithm"],
-        status=JobStatus(row["status"]),
-        spec=row["spec"],
-        hyperparameters=row["hyperparameters"],
-        instance_count=row["instance_count"],
-        created_at=row["created_at"],
-        start_time=row["start_time"],
-        end_time=row["end_time"],
-        wall_seconds=row["wall_seconds"],
-        billable_seconds=row["billable_seconds"],
-        final_metrics=dict(row["final_metrics"] or {}),
-        failure_reason=row["failure_reason"],
-        artifact=row["artifact"],
-        log_dir=row["log_dir"],
-        stop_requested=bool(row["stop_requested"]),
-        controller_pid=row["controller_pid"],
-        controller_host=row["controller_host"],
-        tuning_job_id=row["tuning_job_id"],
-        trial_number=row["trial_number"],
-        objective=row["objective"],
-        resource=row["resource"],
-    )
+    return _from_row(TrainingJobRecord, row, final_metrics=dict(row["final_metrics"] or {}))
 
 
 def _tuning_record(row: Any) -> TuningJobRecord:
-    return TuningJobRecord(
-        id=row["id"],
-        name=row["name"],
-        strategy=row["strategy"],
-        status=JobStatus(row["status"]),
-        spec=row["spec"],
-        created_at=row["created_at"],
-        start_time=row["start_time"],
-        end_time=row["end_time"],
-        wall_seconds=row["wall_seconds"],
-        best_training_job=row["best_training_job"],
-        best_objective=row["best_objective"],
-        failure_reason=row["failure_reason"],
-        stop_requested=bool(row["stop_requested"]),
-        controller_pid=row["controller_pid"],
-        controller_host=row["controller_host"],
-    )
+    return _from_row(TuningJobRecord, row)
+
+
+def _from_row(record_type: type[RecordT], row: Any, **overrides: Any) -> RecordT:
+    """Records name their fields as the table names its columns."""
+    values = {field.name: row[field.name] for field in dataclasses.fields(record_type)}
+    values.update(status=JobStatus(row["status"]), stop_requested=bool(row["stop_requested"]))
+    return record_type(**{**values, **overrides})
 
 
 def _safe(url: str) -> str:
