@@ -33,6 +33,8 @@ lock: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.start_overhead
 	$(BIN)/python -m benchmarks.xgboost_overhead
+	$(BIN)/python -m benchmarks.xgboost_workers
+	$(BIN)/python -m benchmarks.tuning_reference --searcher Random
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
