@@ -11,7 +11,7 @@ from scaletune.api import Session
 from scaletune.spec import TrainingJobSpec, TuningJobSpec, tuning_spec_from_dict
 from scaletune.store import JobStatus
 from scaletune.training import PreparedJob, TrainingController
-from scaletune.tuning import TuningController, analytics_dataframe, summarize
+from scaletune.tuning import TuningController, TuningProgress, analytics_dataframe, summarize
 from tests.cluster import programs
 from tests.training.test_controller import _ProgramOverride
 
@@ -243,3 +243,18 @@ def test_bad_warm_start_parents_are_refused(
     spec = _spec(warm_start={"parents": [names.get(p, p) for p in parents]})
     with pytest.raises(InvalidInputError, match=expected.replace("(", r"\(").replace(")", r"\)")):
         tuner.create(spec)
+
+
+def test_progress_counts_trials_by_outcome(session: Session) -> None:
+    seen: list[TuningProgress] = []
+    spec = _spec(max_jobs=3, max_parallel_jobs=2)
+    tuner = TuningController(session.controller, on_progress=seen.append)
+    tuning_id = tuner.create(spec)
+    tuner.run(tuning_id, spec)
+    assert seen[0].running == 2  # the first two started at once
+    last = seen[-1]
+    statuses = [t.status for t in summarize(session.store, tuning_id).trials]
+    ended_before_last = last.completed + last.stopped + last.failed
+    assert ended_before_last + last.running == 3
+    assert last.completed <= statuses.count(JobStatus.COMPLETED)
+    assert last.stopped <= statuses.count(JobStatus.STOPPED)

@@ -110,8 +110,9 @@ def _with_progress(
         def show(progress: TuningProgress) -> None:
             best = "-" if progress.best is None else f"{progress.best:.6g}"
             status.update(
-                f"tuning {tuning_id}: {progress.running} running, "
-                f"{progress.ended}/{progress.max_jobs} ended, best {best}"
+                f"tuning {tuning_id}: {progress.running} running, {progress.completed} completed, "
+                f"{progress.stopped} stopped, {progress.failed} failed of {progress.max_jobs}; "
+                f"best {best}"
             )
 
         tuner.on_progress = show

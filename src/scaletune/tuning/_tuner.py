@@ -7,6 +7,7 @@ import os
 import queue
 import socket
 import threading
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -44,7 +45,9 @@ class TuningProgress:
     """For a live display: how many trials are where, and the best so far."""
 
     running: int
-    ended: int
+    completed: int
+    stopped: int
+    failed: int
     max_jobs: int
     best: float | None
 
@@ -161,6 +164,7 @@ class _Run:
         self.best: float | None = None
         self.since_improvement = 0
         self.halt_reason: str | None = None  # set when no more trials should start
+        self.outcomes: Counter[JobStatus] = Counter()
         self.priors = self._load_priors()
 
     def _load_priors(self) -> int:
@@ -181,6 +185,7 @@ class _Run:
         for trial in trials:
             assert trial.trial_number is not None  # trials of a tuning job have numbers
             value, resource = self._result(trial.id)
+            self.outcomes[trial.status] += 1
             failed = trial.status is JobStatus.FAILED or value is None
             tuned = {name: tuned_value(trial, name) for name in self.spec.ranges}
             self.searcher.restore(
@@ -251,9 +256,15 @@ class _Run:
 
     def _progress(self) -> None:
         if self.tuner.on_progress is not None:
-            ended = self.proposed - len(self.running)
             self.tuner.on_progress(
-                TuningProgress(len(self.running), ended, self.spec.max_jobs, self.best)
+                TuningProgress(
+                    running=len(self.running),
+                    completed=self.outcomes[JobStatus.COMPLETED],
+                    stopped=self.outcomes[JobStatus.STOPPED],
+                    failed=self.outcomes[JobStatus.FAILED],
+                    max_jobs=self.spec.max_jobs,
+                    best=self.best,
+                )
             )
 
     def _launch_more(self) -> bool:
@@ -326,6 +337,7 @@ class _Run:
             return
         trial.thread.join()
         record = self.store.get_training_job(trial.job_id)
+        self.outcomes[record.status] += 1
         value, resource = self._result(trial.job_id)
         failed = record.status is JobStatus.FAILED or value is None
         with self.lock:
