@@ -84,7 +84,7 @@ class Estimator:
             job.id,
             session.store,
             thread=thread,
-            stop_event=stop,
+            stopper=stop,
             worker_pids=lambda: groups[0].pids if groups else [],
         )
         thread.start()

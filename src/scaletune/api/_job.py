@@ -20,13 +20,13 @@ class TrainingJob:
         store: Store,
         *,
         thread: threading.Thread | None = None,
-        stop_event: Stopper | None = None,
+        stopper: Stopper | None = None,
         worker_pids: Callable[[], list[int]] | None = None,
     ) -> None:
         self.id = job_id
         self._store = store
         self._thread = thread
-        self._stop_event = stop_event
+        self._stopper = stopper
         self._worker_pids = worker_pids or list
 
     def describe(self) -> TrainingJobRecord:
@@ -53,8 +53,8 @@ class TrainingJob:
 
     def stop(self) -> None:
         """Ask the job to stop; its controller ends the workers and records it as Stopped."""
-        if self._stop_event is not None:
-            self._stop_event.request()
+        if self._stopper is not None:
+            self._stopper.request()
         self._store.request_stop(self.id)
 
     @property

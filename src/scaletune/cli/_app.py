@@ -12,7 +12,7 @@ from typing import Annotated, NoReturn
 import typer
 
 from scaletune.api import Session
-from scaletune.cli._options import StoreOption, err, out
+from scaletune.cli._options import JsonOption, StoreOption, err, out
 from scaletune.cli._render import job_summary, jobs_table, print_json, progress
 from scaletune.cli._tuning import tune, tuning_app
 from scaletune.errors import InvalidInputError, ScaletuneError, StoreError
@@ -37,8 +37,6 @@ jobs_app = typer.Typer(no_args_is_help=True, help="Look at and stop training job
 app.add_typer(jobs_app, name="jobs")
 app.command("tune")(tune)
 app.add_typer(tuning_app, name="tuning")
-
-JsonOption = Annotated[bool, typer.Option("--json", help="Print the job record as JSON.")]
 
 
 @app.command()

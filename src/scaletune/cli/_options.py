@@ -18,3 +18,4 @@ StoreOption = Annotated[
         help="SQLite file or database URL (default: ~/.local/share/scaletune).",
     ),
 ]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the record as JSON.")]

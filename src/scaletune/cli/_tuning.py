@@ -13,7 +13,7 @@ import typer
 from rich.table import Table
 
 from scaletune.api import Session
-from scaletune.cli._options import StoreOption, err, out
+from scaletune.cli._options import JsonOption, StoreOption, err, out
 from scaletune.cli._render import print_json
 from scaletune.spec import load_tuning_spec
 from scaletune.store import JobStatus
@@ -26,7 +26,6 @@ from scaletune.tuning import (
 )
 
 tuning_app = typer.Typer(no_args_is_help=True, help="Look at and stop tuning jobs.")
-JsonOption = Annotated[bool, typer.Option("--json", help="Print the tuning job as JSON.")]
 
 
 def tune(
