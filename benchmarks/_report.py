@@ -21,6 +21,7 @@ BANK_MARKETING_FILE = (
     / "bank-marketing"
     / "bank-additional-full.csv"
 )
+MNIST_FOLDER = Path(__file__).resolve().parents[2] / "shared" / "data" / "mnist"
 
 
 def machine() -> dict[str, Any]:

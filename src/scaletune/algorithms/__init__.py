@@ -13,4 +13,8 @@ def get_algorithm(name: AlgorithmName) -> Algorithm:
         from scaletune.algorithms.xgboost import XGBoostAlgorithm
 
         return XGBoostAlgorithm()
+    if name is AlgorithmName.DNN:
+        from scaletune.algorithms.dnn import DNNAlgorithm
+
+        return DNNAlgorithm()
     raise AssertionError(f"no algorithm registered for {name!r}")  # the enum is exhaustive

@@ -19,10 +19,12 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class PreparedData:
-    """Tables as the workers will read them, plus files to publish beside the model."""
+    """Tables as the workers will read them, plus files to publish beside the model, and the
+    hyperparameters completed from the data (a class count), where the algorithm needs that."""
 
     tables: Mapping[ChannelName, Table]
     artifact_files: Mapping[str, bytes] = field(default_factory=dict)
+    hyperparameters: BaseModel | None = None
 
 
 class Algorithm(ABC):

@@ -9,6 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from scaletune.diagnostics import critical_batch_advice
 from scaletune.store import JobStatus, TrainingJobRecord
 from scaletune.worker import Report
 
@@ -47,6 +48,9 @@ def job_summary(console: Console, record: TrainingJobRecord) -> None:
         table.add_row("billable", f"{record.billable_seconds:.2f} worker-seconds")
     for name, value in sorted(record.final_metrics.items()):
         table.add_row(name, f"{value:.6g}")
+    advice = critical_batch_advice(record.final_metrics, record.hyperparameters)
+    if advice is not None:
+        table.add_row("diagnosis", advice)
     if record.artifact:
         table.add_row("model", record.artifact)
     if record.log_dir:

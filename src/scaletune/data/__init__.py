@@ -4,17 +4,25 @@ from scaletune.data._bank_marketing import download_bank_marketing, prepare_bank
 from scaletune.data._bundled import prepare_breast_cancer
 from scaletune.data._channels import PreparedDatasets, load_channels, prepare_builtin
 from scaletune.data._csv import read_csv_table
+from scaletune.data._idx import IMAGES_MAGIC, LABELS_MAGIC, read_idx
+from scaletune.data._images import download_mnist, prepare_digits, prepare_mnist
 from scaletune.data._table import Table, TableFiles, shard_bounds
 
 __all__ = [
+    "IMAGES_MAGIC",
+    "LABELS_MAGIC",
     "PreparedDatasets",
     "Table",
     "TableFiles",
     "download_bank_marketing",
+    "download_mnist",
     "load_channels",
     "prepare_bank_marketing",
     "prepare_breast_cancer",
     "prepare_builtin",
+    "prepare_digits",
+    "prepare_mnist",
     "read_csv_table",
+    "read_idx",
     "shard_bounds",
 ]

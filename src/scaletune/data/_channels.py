@@ -8,6 +8,12 @@ from pathlib import Path
 from scaletune.data._bank_marketing import download_bank_marketing, prepare_bank_marketing
 from scaletune.data._bundled import prepare_breast_cancer
 from scaletune.data._csv import read_csv_table
+from scaletune.data._images import (
+    default_mnist_folder,
+    download_mnist,
+    prepare_digits,
+    prepare_mnist,
+)
 from scaletune.data._table import Table
 from scaletune.errors import InvalidInputError
 from scaletune.spec import BuiltinDataset, ChannelName, ChannelSpec, ShardingMode, TrainingJobSpec
@@ -62,4 +68,8 @@ def _load_channel(name: ChannelName, channel: ChannelSpec, datasets: PreparedDat
 def prepare_builtin(dataset: BuiltinDataset, dataset_file: Path | None) -> dict[str, Table]:
     if dataset is BuiltinDataset.BREAST_CANCER:
         return prepare_breast_cancer()
+    if dataset is BuiltinDataset.DIGITS:
+        return prepare_digits()
+    if dataset is BuiltinDataset.MNIST:
+        return prepare_mnist(dataset_file or download_mnist(default_mnist_folder()))
     return prepare_bank_marketing(dataset_file or download_bank_marketing())

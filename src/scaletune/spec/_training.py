@@ -14,6 +14,7 @@ HyperparameterValue = bool | int | float | str | list[str]
 
 class AlgorithmName(StrEnum):
     XGBOOST = "xgboost"
+    DNN = "dnn"
 
 
 class DistributionStrategy(StrEnum):
@@ -40,6 +41,8 @@ class ShardingMode(StrEnum):
 class BuiltinDataset(StrEnum):
     BANK_MARKETING = "bank-marketing"
     BREAST_CANCER = "breast-cancer"
+    DIGITS = "digits"  # scikit-learn's bundled 8x8 digits
+    MNIST = "mnist"  # dataset_file: the folder holding the four IDX files
 
 
 class _Frozen(BaseModel):
@@ -48,7 +51,13 @@ class _Frozen(BaseModel):
 
 class DistributionSpec(_Frozen):
     strategy: DistributionStrategy = DistributionStrategy.ALLREDUCE
-    mode: SyncMode = SyncMode.SYNC
+    mode: SyncMode = SyncMode.SYNC  # parameter_server only
+    staleness_bound: int | None = Field(
+        default=None,
+        ge=0,
+        description="parameter_server async: a worker waits while it is more than this many "
+        "updates ahead of the slowest (stale-synchronous parallel); unbounded if unset",
+    )
 
 
 class ChannelSpec(_Frozen):

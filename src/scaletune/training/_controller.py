@@ -90,6 +90,7 @@ class TrainingController:
         algorithm = get_algorithm(spec.algorithm)
         hyperparameters = algorithm.parse_hyperparameters(spec.hyperparameters)
         data = algorithm.prepare_data(hyperparameters, load_channels(spec, self.datasets))
+        hyperparameters = data.hyperparameters or hyperparameters
         now = self.clock.time()
         job_id = job_id or new_job_id(spec.name or spec.algorithm.value, now)
         paths = JobPaths.for_job(self.jobs_dir, job_id, spec)
@@ -213,6 +214,7 @@ class TrainingController:
                 rendezvous=rendezvous.info,
                 seed=job.spec.seed,
                 stop_file=scratch / STOP_FILE,
+                distribution=job.spec.distribution,
             )
             for rank in range(world_size)
         ]

@@ -12,6 +12,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from scaletune.data import Table, TableFiles, shard_bounds
+from scaletune.spec import DistributionSpec
 from scaletune.worker._messages import Report
 
 
@@ -28,6 +29,10 @@ class Rendezvous:
 class ChannelShard:
     files: TableFiles
     sharded: bool
+
+    def n_rows(self) -> int:
+        """Rows of the whole channel, not of one worker's shard."""
+        return self.files.n_rows()
 
     def read(self, rank: int, world_size: int) -> Table:
         n_rows = self.files.n_rows()
@@ -54,6 +59,7 @@ class WorkerTask:
     # Appears when the controller wants the task to end at its next step. A file, not a
     # signal: a signal interrupts the collective's socket calls (EINTR) and breaks them.
     stop_file: Path | None = None
+    distribution: DistributionSpec = field(default_factory=DistributionSpec)
 
 
 class WorkerContext:

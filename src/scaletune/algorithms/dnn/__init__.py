@@ -1,0 +1,119 @@
+"""Built-in data-parallel image classifier (PyTorch): all-reduce or a parameter server."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import ClassVar
+
+# Creating a torch optimiser creates TorchInductor's cache folder, by default in the temp dir
+# where it would outlive every job: keep it with scaletune's other caches instead.
+os.environ.setdefault(
+    "TORCHINDUCTOR_CACHE_DIR",
+    str(Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "scaletune" / "torch"),
+)
+
+import numpy as np
+from pydantic import BaseModel
+
+from scaletune.algorithms._base import Algorithm, PreparedData
+from scaletune.data import Table
+from scaletune.errors import InvalidInputError
+from scaletune.spec import ChannelName, DistributionStrategy, SyncMode, TrainingJobSpec
+from scaletune.worker import WorkerProgram
+
+from ._gns import GradientNoiseScale
+from ._hyperparameters import (
+    Architecture,
+    DNNHyperparameters,
+    LearningRateScaling,
+    OptimizerName,
+)
+from ._model import CONFIG_FILE, WEIGHTS_FILE, ModelConfig, build_model, image_side_of, load_model
+from ._program import train_dnn
+from ._schedule import LearningRateSchedule
+
+__all__ = [
+    "CONFIG_FILE",
+    "WEIGHTS_FILE",
+    "Architecture",
+    "DNNAlgorithm",
+    "DNNHyperparameters",
+    "GradientNoiseScale",
+    "LearningRateScaling",
+    "LearningRateSchedule",
+    "ModelConfig",
+    "OptimizerName",
+    "build_model",
+    "load_model",
+]
+
+
+class DNNAlgorithm(Algorithm):
+    hyperparameters_type: ClassVar[type[BaseModel]] = DNNHyperparameters
+
+    def check_job(self, spec: TrainingJobSpec, hyperparameters: BaseModel) -> None:
+        distribution = spec.distribution
+        parameter_server = distribution.strategy is DistributionStrategy.PARAMETER_SERVER
+        if distribution.mode is SyncMode.ASYNC and not parameter_server:
+            raise InvalidInputError(
+                "distribution.mode='async' needs distribution.strategy='parameter_server' "
+                f"(got {distribution.strategy.value!r}); all-reduce is always synchronous"
+            )
+        if distribution.staleness_bound is not None and distribution.mode is not SyncMode.ASYNC:
+            raise InvalidInputError(
+                f"distribution.staleness_bound={distribution.staleness_bound} applies to "
+                "distribution.mode='async' only"
+            )
+
+    def prepare_data(
+        self, hyperparameters: BaseModel, tables: Mapping[ChannelName, Table]
+    ) -> PreparedData:
+        assert isinstance(hyperparameters, DNNHyperparameters)
+        largest = -1
+        for name, table in tables.items():
+            labels = table.labels
+            if len(labels) and (
+                not np.all(np.isfinite(labels))
+                or np.any(labels < 0)
+                or np.any(labels != np.round(labels))
+            ):
+                bad = next(value for value in labels if not (value >= 0 and value == round(value)))
+                raise InvalidInputError(
+                    f"channel {name.value!r} ({table.source}) has label {bad:g}; class labels "
+                    "must be whole numbers 0, 1, 2, ..."
+                )
+            if len(labels):
+                largest = max(largest, int(labels.max()))
+        classes = hyperparameters.num_classes
+        if classes is None:
+            classes = max(largest + 1, 2)
+        elif largest >= classes:
+            raise InvalidInputError(
+                f"hyperparameters.num_classes={classes} but the data has label {largest}"
+            )
+        n_features = tables[ChannelName.TRAIN].n_features
+        if hyperparameters.model is Architecture.CNN and image_side_of(n_features) is None:
+            raise InvalidInputError(
+                f"hyperparameters.model='cnn' reads each row as a square image, but rows have "
+                f"{n_features} features (not a square number); use model='mlp'"
+            )
+        completed = hyperparameters.model_copy(update={"num_classes": classes})
+        return PreparedData(tables, hyperparameters=completed)
+
+    def reported_metrics(
+        self, spec: TrainingJobSpec, hyperparameters: BaseModel
+    ) -> frozenset[str] | None:
+        metrics = {"train:loss"}
+        if ChannelName.VALIDATION in spec.channels:
+            metrics |= {"validation:loss", "validation:accuracy"}
+        return frozenset(metrics)
+
+    def full_resource(self, hyperparameters: BaseModel) -> int | None:
+        assert isinstance(hyperparameters, DNNHyperparameters)
+        return hyperparameters.epochs
+
+    @property
+    def program(self) -> WorkerProgram:
+        return train_dnn

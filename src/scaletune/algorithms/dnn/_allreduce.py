@@ -1,0 +1,147 @@
+"""Data-parallel training with PyTorch DDP: every step's gradients averaged by all-reduce."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+from torch.nn.parallel import DistributedDataParallel
+
+from ._common import LossTally, backward, make_optimizer, micro_batch_loss, set_learning_rate
+from ._gns import GradientNoiseScale
+from ._run import DNNRun
+from ._schedule import LearningRateSchedule
+
+# Ranks agree on stopping every this many updates (one tiny all-reduce), and at each epoch's end.
+STOP_CHECK_UPDATES = 20
+RENDEZVOUS_TIMEOUT = timedelta(minutes=5)
+
+
+class _LocalGradientNorm:
+    """A DDP communication hook's state: the squared norm of this worker's own gradient,
+    read from each bucket just before the bucket is all-reduced (no extra communication)."""
+
+    def __init__(self) -> None:
+        self.squared = 0.0
+
+    def take(self) -> float:
+        value, self.squared = self.squared, 0.0
+        return value
+
+
+def _norm_then_allreduce(
+    state: _LocalGradientNorm, bucket: Any
+) -> torch.futures.Future[torch.Tensor]:
+    state.squared += float(bucket.buffer().pow(2).sum())
+    return default_hooks.allreduce_hook(None, bucket)  # type: ignore[arg-type]
+
+
+# DDP checks the hook's annotations as objects; this module's are strings (future import).
+_norm_then_allreduce.__annotations__ = {
+    "state": _LocalGradientNorm,
+    "bucket": getattr(dist, "GradBucket"),  # noqa: B009  # not in torch.distributed.__all__
+    "return": torch.futures.Future[torch.Tensor],
+}
+
+
+def _squared_gradient_norm(model: nn.Module) -> float:
+    return float(sum(p.grad.pow(2).sum() for p in model.parameters() if p.grad is not None))
+
+
+def train_allreduce(run: DNNRun) -> tuple[nn.Module, int]:
+    """Returns the trained model and the number of epochs run."""
+    if run.ctx.world_size == 1:
+        return _train(run)
+    with _process_group(run):
+        # DDP (and the tensors its Python hook touched) is freed when _train returns,
+        # while the process group still exists; see _process_group.
+        return _train(run)
+
+
+@contextlib.contextmanager
+def _process_group(run: DNNRun) -> Iterator[None]:
+    rendezvous = run.ctx.task.rendezvous
+    dist.init_process_group(
+        "nccl" if run.device.type == "cuda" else "gloo",
+        init_method=f"tcp://{rendezvous.master_addr}:{rendezvous.master_port}",
+        rank=run.ctx.rank,
+        world_size=run.ctx.world_size,
+        timeout=RENDEZVOUS_TIMEOUT,
+    )
+    yield
+    # Only after a clean end (after an error the group is killed anyway). Gloo's worker
+    # thread may still hold the last reference to a tensor the Python hook saw; dropping it
+    # needs the GIL. The barrier waits with the GIL released, so that thread finishes before
+    # the group's destructor joins it (which happens with the GIL held: a deadlock otherwise).
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def _train(run: DNNRun) -> tuple[nn.Module, int]:
+    ctx, hyperparameters, plan = run.ctx, run.hyperparameters, run.plan
+    world_size = ctx.world_size
+    model = run.new_model()
+    wrapped: nn.Module = model
+    probe: _LocalGradientNorm | None = None
+    noise: GradientNoiseScale | None = None
+    if world_size > 1:
+        ddp = DistributedDataParallel(model)
+        probe = _LocalGradientNorm()
+        ddp.register_comm_hook(probe, _norm_then_allreduce)
+        local_batch = hyperparameters.batch_size * hyperparameters.gradient_accumulation_steps
+        noise = GradientNoiseScale(local_batch, local_batch * world_size)
+        wrapped = ddp
+    optimizer = make_optimizer(model.parameters(), hyperparameters)
+    schedule = LearningRateSchedule.for_job(hyperparameters, world_size, plan.updates_per_epoch)
+    update = epoch = 0
+    for epoch in range(1, hyperparameters.epochs + 1):
+        tally = LossTally()
+        agreed_stop = False
+        for index, micro_batches in enumerate(plan.updates(run.train, epoch)):
+            set_learning_rate(optimizer, schedule.at(update))
+            for position, rows in enumerate(micro_batches):
+                # Gradients of all but the last micro-batch stay local (summed in .grad).
+                syncs = position == len(micro_batches) - 1 or world_size == 1
+                with contextlib.nullcontext() if syncs else ddp.no_sync():
+                    loss = micro_batch_loss(wrapped, run.train, rows, len(micro_batches))
+                    backward(loss)
+                tally.add(float(loss.detach()) * len(micro_batches) * len(rows), len(rows))
+            if noise is not None and probe is not None:
+                noise.update(probe.take(), _squared_gradient_norm(model))
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            update += 1
+            if (index + 1) % STOP_CHECK_UPDATES == 0 and _any_rank(ctx.stop_requested()):
+                agreed_stop = True
+                break
+        totals = _sum_over_ranks(
+            [float(agreed_stop or ctx.stop_requested()), tally.total, tally.examples],
+            world_size,
+        )
+        metrics = {"train:loss": totals[1] / max(totals[2], 1.0)}
+        if noise is not None and noise.b_simple is not None:
+            metrics["gns:b_simple"] = noise.b_simple
+        run.end_epoch(epoch, model, metrics)
+        if totals[0] > 0:
+            break
+    return model, epoch
+
+
+def _any_rank(flag: bool) -> bool:
+    return (
+        _sum_over_ranks([float(flag)], dist.get_world_size() if dist.is_initialized() else 1)[0] > 0
+    )
+
+
+def _sum_over_ranks(values: list[float], world_size: int) -> list[float]:
+    if world_size == 1:
+        return values
+    tensor = torch.tensor(values, dtype=torch.float64)
+    dist.all_reduce(tensor)
+    return [float(value) for value in tensor]

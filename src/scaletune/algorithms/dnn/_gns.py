@@ -1,0 +1,42 @@
+"""Gradient noise scale from data-parallel training, at the cost of one norm per step.
+
+McCandlish et al. (2018), appendix A.1: with |G_b|^2 the squared norm of a gradient averaged
+over b examples, E|G_b|^2 = |G|^2 + tr(Sigma)/b. Two batch sizes give two equations: here a
+worker's own gradient (b = per-worker batch) and the all-reduced one (B = N b). Solving gives
+unbiased estimates of |G|^2 and tr(Sigma); each is smoothed on its own (a ratio of noisy
+estimates is biased) and B_simple = tr(Sigma) / |G|^2 is the batch size beyond which a bigger
+batch buys little more progress per step."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class GradientNoiseScale:
+    small_batch: int
+    big_batch: int
+    decay: float = 0.95  # exponential moving average of each estimate
+    _true_sq: float | None = None
+    _trace: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.big_batch <= self.small_batch:
+            raise ValueError("needs two different batch sizes (more than one worker)")
+
+    def update(self, small_sq: float, big_sq: float) -> None:
+        b, big = self.small_batch, self.big_batch
+        true_sq = (big * big_sq - b * small_sq) / (big - b)
+        trace = (small_sq - big_sq) / (1 / b - 1 / big)
+        self._true_sq = self._smooth(self._true_sq, true_sq)
+        self._trace = self._smooth(self._trace, trace)
+
+    def _smooth(self, average: float | None, value: float) -> float:
+        return value if average is None else self.decay * average + (1 - self.decay) * value
+
+    @property
+    def b_simple(self) -> float | None:
+        """tr(Sigma) / |G|^2, or None until both estimates are positive."""
+        if self._true_sq is None or self._trace is None or self._true_sq <= 0 or self._trace <= 0:
+            return None
+        return self._trace / self._true_sq

@@ -1,0 +1,408 @@
+"""A parameter server: workers push gradients and pull weights over authenticated sockets.
+
+The server runs as threads inside rank 0's process, so it is part of the worker group and
+dies with it. It holds the weights and the optimiser. In `sync` mode it waits for one gradient
+from every worker, applies their mean and answers all with the new weights (the same update
+as all-reduce). In `async` mode it applies each gradient as it arrives and answers that worker
+alone, so workers compute on weights that others have since changed: the staleness of an
+update is the number of updates applied between the worker's pull and its push. An optional
+bound (stale-synchronous parallel) holds a worker back while it is more than `bound` pushes
+ahead of the slowest one."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, answer_challenge, deliver_challenge
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import torch
+from torch import nn
+from torch.nn.utils import parameters_to_vector, vector_to_parameters
+
+from scaletune.errors import ScaletuneError
+
+from ._common import backward, make_optimizer, micro_batch_loss
+from ._run import DNNRun
+from ._schedule import LearningRateSchedule
+
+CONNECT_SECONDS = 120.0
+ACCEPT_POLL_SECONDS = 0.2
+FloatVector = npt.NDArray[np.float32]
+
+
+class ParameterServerError(ScaletuneError):
+    """The server or one of its workers went away; the job fails with this reason."""
+
+
+# Messages. Plain dataclasses, pickled by multiprocessing's framed connections.
+@dataclass(frozen=True)
+class Hello:
+    rank: int
+
+
+@dataclass(frozen=True)
+class Push:
+    version: int  # of the weights this gradient was computed on
+    gradient: FloatVector
+    loss_sum: float
+    examples: int
+    stop_wanted: bool
+
+
+@dataclass(frozen=True)
+class Done:
+    pass
+
+
+@dataclass(frozen=True)
+class Weights:
+    version: int
+    values: FloatVector
+    stop: bool
+
+
+@dataclass(frozen=True)
+class Abort:
+    reason: str
+
+
+@dataclass
+class EpochStatistics:
+    """What the server saw since it was last asked: staleness of updates, training loss."""
+
+    staleness: list[int] = field(default_factory=list)
+    loss_sum: float = 0.0
+    examples: int = 0
+
+    def metrics(self) -> dict[str, float]:
+        metrics = {}
+        if self.examples:
+            metrics["train:loss"] = self.loss_sum / self.examples
+        if self.staleness:
+            metrics["ps:staleness_mean"] = float(np.mean(self.staleness))
+            metrics["ps:staleness_max"] = float(max(self.staleness))
+        return metrics
+
+
+class ParameterServer:
+    def __init__(
+        self,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        schedule: LearningRateSchedule,
+        *,
+        world_size: int,
+        synchronous: bool,
+        staleness_bound: int | None,
+        host: str,
+        port: int,
+        authkey: bytes,
+    ) -> None:
+        self._model = model
+        self._optimizer = optimizer
+        self._schedule = schedule
+        self._world_size = world_size
+        self._synchronous = synchronous
+        self._bound = staleness_bound
+        self._authkey = authkey
+        self._state = threading.Condition()
+        self._version = 0
+        self._pending: dict[int, Push] = {}  # sync: this round's pushes, by rank
+        self._round_stop = False
+        self._stop = False
+        # Pushes per worker still training; every rank counts from the start, so neither a
+        # synchronous round nor the staleness bound goes ahead without a worker that is late.
+        self._clocks: dict[int, int] = dict.fromkeys(range(world_size), 0)
+        self._finished = 0
+        self._failure: str | None = None
+        self._statistics = EpochStatistics()
+        self._closing = False
+        self._sockets: list[socket.socket] = []
+        self._threads: list[threading.Thread] = []
+        self._listener = socket.create_server((host, port))
+        self.port = int(self._listener.getsockname()[1])
+        self._listener.settimeout(ACCEPT_POLL_SECONDS)
+        self._start_thread(self._accept, "ps-accept")
+
+    # Called by rank 0's training thread.
+    def snapshot(self) -> torch.Tensor:
+        with self._state:
+            return parameters_to_vector(self._model.parameters()).detach().clone()
+
+    def take_statistics(self) -> EpochStatistics:
+        with self._state:
+            statistics, self._statistics = self._statistics, EpochStatistics()
+            return statistics
+
+    def wait_until_all_done(self) -> None:
+        """Rank 0 keeps serving until every worker said it is done (async: others lag)."""
+        with self._state:
+            self._state.wait_for(lambda: self._finished == self._world_size or self._failure)
+            if self._failure:
+                raise ParameterServerError(self._failure)
+
+    def close(self) -> None:
+        with self._state:
+            self._closing = True
+            if self._failure is None and self._finished < self._world_size:
+                self._failure = "the parameter server (rank 0) shut down"
+            self._state.notify_all()
+        for sock in self._sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)  # wakes a handler blocked in recv
+        for thread in self._threads:
+            thread.join(timeout=5)
+        for sock in [self._listener, *self._sockets]:
+            sock.close()
+
+    # Server threads.
+    def _start_thread(self, target: Any, name: str, *args: Any) -> None:
+        thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _accept(self) -> None:
+        accepted = 0
+        while accepted < self._world_size and not self._closing:
+            try:
+                sock, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            sock.settimeout(None)
+            _no_delay(sock)
+            self._sockets.append(sock)
+            self._start_thread(self._serve, f"ps-worker-{accepted}", sock)
+            accepted += 1
+
+    def _serve(self, sock: socket.socket) -> None:
+        connection = Connection(os.dup(sock.fileno()))
+        rank: int | None = None
+        try:
+            deliver_challenge(connection, self._authkey)
+            answer_challenge(connection, self._authkey)
+            hello = connection.recv()
+            if not isinstance(hello, Hello):
+                raise ParameterServerError(f"expected Hello, got {type(hello).__name__}")
+            rank = hello.rank
+            with self._state:
+                weights = self._weights(stop=self._stop)
+            connection.send(weights)
+            while True:
+                message = connection.recv()
+                if isinstance(message, Done):
+                    self._leave(rank)
+                    return
+                connection.send(self._push(rank, message))
+        except (EOFError, OSError, ParameterServerError) as exc:
+            with self._state:
+                if not self._closing and self._failure is None:
+                    who = "a worker" if rank is None else f"worker {rank}"
+                    self._failure = f"parameter server lost {who}: {type(exc).__name__}: {exc}"
+                self._state.notify_all()
+            with contextlib.suppress(OSError):
+                connection.send(Abort(self._failure or "parameter server closed"))
+        finally:
+            connection.close()
+
+    def _push(self, rank: int, push: Push) -> Weights | Abort:
+        with self._state:
+            self._statistics.loss_sum += push.loss_sum
+            self._statistics.examples += push.examples
+            self._statistics.staleness.append(self._version - push.version)
+            self._stop = self._stop or push.stop_wanted
+            if self._synchronous:
+                return self._push_sync(rank, push)
+            self._apply([push.gradient])
+            self._clocks[rank] += 1
+            if self._bound is not None:
+                self._state.notify_all()
+                self._state.wait_for(lambda: self._within_bound(rank) or bool(self._failure))
+            return self._reply_or_abort()
+
+    def _push_sync(self, rank: int, push: Push) -> Weights | Abort:
+        self._pending[rank] = push
+        round_started = self._version
+        self._complete_round_if_ready()
+        self._state.wait_for(lambda: self._version > round_started or bool(self._failure))
+        if self._failure:
+            return Abort(self._failure)
+        return self._weights(stop=self._round_stop)
+
+    def _complete_round_if_ready(self) -> None:
+        if self._pending and len(self._pending) >= len(self._clocks):
+            # Summed in rank order, so the result does not depend on arrival order.
+            self._apply([self._pending[rank].gradient for rank in sorted(self._pending)])
+            self._pending.clear()
+            self._round_stop = self._stop
+            self._state.notify_all()
+
+    def _within_bound(self, rank: int) -> bool:
+        return self._clocks[rank] - min(self._clocks.values()) <= (self._bound or 0)
+
+    def _leave(self, rank: int) -> None:
+        with self._state:
+            self._clocks.pop(rank, None)
+            self._finished += 1
+            if self._synchronous:
+                self._complete_round_if_ready()
+            self._state.notify_all()
+
+    def _apply(self, gradients: list[FloatVector]) -> None:
+        mean = torch.from_numpy(np.mean(gradients, axis=0) if len(gradients) > 1 else gradients[0])
+        offset = 0
+        for parameter in self._model.parameters():
+            size = parameter.numel()
+            parameter.grad = mean[offset : offset + size].view_as(parameter).clone()
+            offset += size
+        for group in self._optimizer.param_groups:
+            group["lr"] = self._schedule.at(self._version)
+        self._optimizer.step()
+        self._version += 1
+
+    def _weights(self, *, stop: bool) -> Weights:
+        values = parameters_to_vector(self._model.parameters()).detach().numpy().copy()
+        return Weights(self._version, values, stop)
+
+    def _reply_or_abort(self) -> Weights | Abort:
+        if self._failure:
+            return Abort(self._failure)
+        return self._weights(stop=self._stop)
+
+
+class ParameterServerClient:
+    """A worker's connection: push a gradient, get the weights to compute the next one on."""
+
+    def __init__(self, host: str, port: int, authkey: bytes, rank: int) -> None:
+        self._socket = _connect(host, port)
+        self._connection = Connection(os.dup(self._socket.fileno()))
+        answer_challenge(self._connection, authkey)
+        deliver_challenge(self._connection, authkey)
+        self._connection.send(Hello(rank))
+        self.version = 0
+
+    def pull_initial(self, model: nn.Module) -> bool:
+        return self._load(self._connection.recv(), model)
+
+    def push(self, model: nn.Module, loss_sum: float, examples: int, stop_wanted: bool) -> bool:
+        """Send this worker's gradient, load the weights that come back; True means stop."""
+        gradient = torch.cat([_gradient_of(p).reshape(-1) for p in model.parameters()])
+        self._connection.send(Push(self.version, gradient.numpy(), loss_sum, examples, stop_wanted))
+        return self._load(self._connection.recv(), model)
+
+    def done(self) -> None:
+        self._connection.send(Done())
+
+    def close(self) -> None:
+        self._connection.close()
+        self._socket.close()
+
+    def _load(self, reply: object, model: nn.Module) -> bool:
+        if isinstance(reply, Abort):
+            raise ParameterServerError(reply.reason)
+        if not isinstance(reply, Weights):
+            raise ParameterServerError(f"unexpected reply {type(reply).__name__}")
+        with torch.no_grad():
+            vector_to_parameters(torch.from_numpy(reply.values), model.parameters())
+        self.version = reply.version
+        return reply.stop
+
+
+def _gradient_of(parameter: nn.Parameter) -> torch.Tensor:
+    return parameter.grad if parameter.grad is not None else torch.zeros_like(parameter)
+
+
+def _no_delay(sock: socket.socket) -> None:
+    """Small request-reply messages: without this, Nagle and delayed ACKs add ~40 ms each."""
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+def _connect(host: str, port: int) -> socket.socket:
+    """Rank 0 may start its server a little after the others start: retry until it listens."""
+    deadline = time.monotonic() + CONNECT_SECONDS
+    while True:
+        try:
+            sock = socket.create_connection((host, port), timeout=CONNECT_SECONDS)
+            sock.settimeout(None)  # a synchronous round may wait long for a slow peer
+            _no_delay(sock)
+            return sock
+        except (ConnectionRefusedError, TimeoutError) as exc:
+            if time.monotonic() > deadline:
+                raise ParameterServerError(
+                    f"cannot reach the parameter server at {host}:{port}: {exc}"
+                ) from None
+            time.sleep(0.05)
+
+
+def train_parameter_server(
+    run: DNNRun, *, synchronous: bool, staleness_bound: int | None
+) -> tuple[nn.Module, int]:
+    """Train through a parameter server hosted by rank 0; returns the final model (the
+    server's weights, on rank 0) and the number of epochs run."""
+    ctx, hyperparameters, plan = run.ctx, run.hyperparameters, run.plan
+    rendezvous = ctx.task.rendezvous
+    authkey = f"scaletune:{ctx.task.job_id}".encode()
+    server: ParameterServer | None = None
+    if ctx.is_chief:
+        server_model = run.new_model().cpu()
+        # Asynchronously every worker's push is an update of its own: N per worker step.
+        updates_per_epoch = plan.updates_per_epoch * (1 if synchronous else ctx.world_size)
+        server = ParameterServer(
+            server_model,
+            make_optimizer(server_model.parameters(), hyperparameters),
+            LearningRateSchedule.for_job(hyperparameters, ctx.world_size, updates_per_epoch),
+            world_size=ctx.world_size,
+            synchronous=synchronous,
+            staleness_bound=staleness_bound,
+            host=rendezvous.master_addr,
+            port=rendezvous.master_port,
+            authkey=authkey,
+        )
+    try:
+        client = ParameterServerClient(
+            rendezvous.master_addr, rendezvous.master_port, authkey, ctx.rank
+        )
+        try:
+            model = run.new_model().cpu()
+            scoring_model = run.new_model().cpu() if server is not None else None
+            stop = client.pull_initial(model)
+            epoch = 0
+            while not stop and epoch < hyperparameters.epochs:
+                epoch += 1
+                for micro_batches in plan.updates(run.train, epoch):
+                    model.zero_grad(set_to_none=True)
+                    loss_sum, examples = 0.0, 0
+                    for rows in micro_batches:
+                        loss = micro_batch_loss(model, run.train, rows, len(micro_batches))
+                        backward(loss)
+                        loss_sum += float(loss.detach()) * len(micro_batches) * len(rows)
+                        examples += len(rows)
+                    stop = client.push(model, loss_sum, examples, ctx.stop_requested())
+                    if stop:
+                        break
+                if server is not None and scoring_model is not None:
+                    _load(scoring_model, server.snapshot())
+                    run.end_epoch(epoch, scoring_model, server.take_statistics().metrics())
+            client.done()
+        finally:
+            client.close()
+        if server is not None:
+            server.wait_until_all_done()
+            _load(model, server.snapshot())
+        return model, epoch
+    finally:
+        if server is not None:
+            server.close()
+
+
+def _load(model: nn.Module, values: torch.Tensor) -> None:
+    with torch.no_grad():
+        vector_to_parameters(values, model.parameters())

@@ -1,0 +1,69 @@
+"""What each DNN worker runs: build its data and model, train in the job's mode, save."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import torch
+
+from scaletune.spec import DistributionStrategy, SyncMode
+from scaletune.worker import WorkerContext
+
+from ._allreduce import train_allreduce
+from ._common import Examples, Plan, evaluate
+from ._hyperparameters import DNNHyperparameters
+from ._model import ModelConfig, save_model
+from ._parameter_server import train_parameter_server
+from ._run import DNNRun
+
+
+def train_dnn(ctx: WorkerContext) -> None:
+    hyperparameters = ctx.task.hyperparameters
+    assert isinstance(hyperparameters, DNNHyperparameters)  # the controller built it
+    seed = hyperparameters.seed if hyperparameters.seed is not None else ctx.task.seed
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // ctx.world_size))
+    distribution = ctx.task.distribution
+    allreduce = distribution.strategy is DistributionStrategy.ALLREDUCE
+    # The parameter server exchanges weights as host memory: it trains on the CPU.
+    device = _device(ctx.rank) if allreduce else torch.device("cpu")
+    train = ctx.channel("train")
+    assert train is not None  # every job has a train channel
+    validation = ctx.channel("validation") if ctx.is_chief else None
+    test = ctx.channel("test") if ctx.is_chief else None
+    run = DNNRun(
+        ctx=ctx,
+        hyperparameters=hyperparameters,
+        plan=Plan(
+            hyperparameters, seed, ctx.rank, ctx.world_size, ctx.task.channels["train"].n_rows()
+        ),
+        config=ModelConfig.for_job(hyperparameters, train.n_features),
+        seed=seed,
+        device=device,
+        train=Examples.of(train, device),
+        validation=None if validation is None else Examples.of(validation, device),
+    )
+    if allreduce:
+        model, epochs_run = train_allreduce(run)
+    else:
+        model, epochs_run = train_parameter_server(
+            run,
+            synchronous=distribution.mode is SyncMode.SYNC,
+            staleness_bound=distribution.staleness_bound,
+        )
+    if not ctx.is_chief:
+        return
+    model = model.to(device)
+    if test is not None:
+        ctx.report(epochs_run, **evaluate(model, Examples.of(test, device), "test"))
+    save_model(model.cpu(), run.config, ctx.model_dir)
+    (ctx.model_dir / "hyperparameters.json").write_text(
+        json.dumps(hyperparameters.model_dump(mode="json"), indent=2)
+    )
+
+
+def _device(rank: int) -> torch.device:
+    """One GPU per worker where there are GPUs (round robin), else the CPU."""
+    if torch.cuda.is_available():
+        return torch.device("cuda", rank % torch.cuda.device_count())
+    return torch.device("cpu")
