@@ -5,12 +5,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from datetime import timedelta
-from typing import Any
 
 import torch
 import torch.distributed as dist
 from torch import nn
-from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel
 
 from ._common import LossTally, backward, make_optimizer, micro_batch_loss, set_learning_rate
@@ -21,37 +19,9 @@ from ._schedule import LearningRateSchedule
 # Ranks agree on stopping every this many updates (one tiny all-reduce), and at each epoch's end.
 STOP_CHECK_UPDATES = 20
 RENDEZVOUS_TIMEOUT = timedelta(minutes=5)
-
-
-class _LocalGradientNorm:
-    """A DDP communication hook's state: the squared norm of this worker's own gradient,
-    read from each bucket just before the bucket is all-reduced (no extra communication)."""
-
-    def __init__(self) -> None:
-        self.squared = 0.0
-
-    def take(self) -> float:
-        value, self.squared = self.squared, 0.0
-        return value
-
-
-def _norm_then_allreduce(
-    state: _LocalGradientNorm, bucket: Any
-) -> torch.futures.Future[torch.Tensor]:
-    state.squared += float(bucket.buffer().pow(2).sum())
-    return default_hooks.allreduce_hook(None, bucket)  # type: ignore[arg-type]
-
-
-# DDP checks the hook's annotations as objects; this module's are strings (future import).
-_norm_then_allreduce.__annotations__ = {
-    "state": _LocalGradientNorm,
-    "bucket": getattr(dist, "GradBucket"),  # noqa: B009  # not in torch.distributed.__all__
-    "return": torch.futures.Future[torch.Tensor],
-}
-
-
-def _squared_gradient_norm(model: nn.Module) -> float:
-    return float(sum(p.grad.pow(2).sum() for p in model.parameters() if p.grad is not None))
+# The gradient noise scale is sampled on every this many updates: its estimates are smoothed
+# over many steps anyway, and sampling costs an all-reduce that does not overlap the backward.
+GNS_EVERY_UPDATES = 16
 
 
 def train_allreduce(run: DNNRun) -> tuple[nn.Module, int]:
@@ -59,8 +29,7 @@ def train_allreduce(run: DNNRun) -> tuple[nn.Module, int]:
     if run.ctx.world_size == 1:
         return _train(run)
     with _process_group(run):
-        # DDP (and the tensors its Python hook touched) is freed when _train returns,
-        # while the process group still exists; see _process_group.
+        # DDP is freed when _train returns, while the process group still exists.
         return _train(run)
 
 
@@ -76,11 +45,31 @@ def _process_group(run: DNNRun) -> Iterator[None]:
     )
     yield
     # Only after a clean end (after an error the group is killed anyway). Gloo's worker
-    # thread may still hold the last reference to a tensor the Python hook saw; dropping it
+    # thread may still hold the last reference to a tensor Python handed it; dropping it
     # needs the GIL. The barrier waits with the GIL released, so that thread finishes before
     # the group's destructor joins it (which happens with the GIL held: a deadlock otherwise).
     dist.barrier()
     dist.destroy_process_group()
+
+
+def _average_and_measure(model: nn.Module, world_size: int) -> tuple[float, float]:
+    """All-reduce the local gradients by hand (DDP was told not to), returning the squared
+    norms before and after: this worker's gradient and the average over all workers."""
+    parameters = list(model.parameters())
+    for parameter in parameters:
+        if parameter.grad is None:  # every rank must send the same layout
+            parameter.grad = torch.zeros_like(parameter)
+    flat = torch.cat([p.grad.reshape(-1) for p in parameters if p.grad is not None])
+    local = float(flat.pow(2).sum())
+    dist.all_reduce(flat)
+    flat /= world_size
+    offset = 0
+    for parameter in parameters:
+        assert parameter.grad is not None
+        size = parameter.numel()
+        parameter.grad.copy_(flat[offset : offset + size].view_as(parameter))
+        offset += size
+    return local, float(flat.pow(2).sum())
 
 
 def _train(run: DNNRun) -> tuple[nn.Module, int]:
@@ -88,12 +77,9 @@ def _train(run: DNNRun) -> tuple[nn.Module, int]:
     world_size = ctx.world_size
     model = run.new_model()
     wrapped: nn.Module = model
-    probe: _LocalGradientNorm | None = None
     noise: GradientNoiseScale | None = None
     if world_size > 1:
         ddp = DistributedDataParallel(model)
-        probe = _LocalGradientNorm()
-        ddp.register_comm_hook(probe, _norm_then_allreduce)
         local_batch = hyperparameters.batch_size * hyperparameters.gradient_accumulation_steps
         noise = GradientNoiseScale(local_batch, local_batch * world_size)
         wrapped = ddp
@@ -105,15 +91,19 @@ def _train(run: DNNRun) -> tuple[nn.Module, int]:
         agreed_stop = False
         for index, micro_batches in enumerate(plan.updates(run.train, epoch)):
             set_learning_rate(optimizer, schedule.at(update))
+            # A sampling update keeps every gradient local and averages it by hand, to see
+            # the norm before and after; the others go through DDP's own (C++) all-reduce.
+            measuring = noise is not None and update % GNS_EVERY_UPDATES == 0
             for position, rows in enumerate(micro_batches):
                 # Gradients of all but the last micro-batch stay local (summed in .grad).
-                syncs = position == len(micro_batches) - 1 or world_size == 1
+                last = position == len(micro_batches) - 1
+                syncs = world_size == 1 or (last and not measuring)
                 with contextlib.nullcontext() if syncs else ddp.no_sync():
                     loss = micro_batch_loss(wrapped, run.train, rows, len(micro_batches))
                     backward(loss)
                 tally.add(float(loss.detach()) * len(micro_batches) * len(rows), len(rows))
-            if noise is not None and probe is not None:
-                noise.update(probe.take(), _squared_gradient_norm(model))
+            if noise is not None and measuring:
+                noise.update(*_average_and_measure(model, world_size))
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             update += 1

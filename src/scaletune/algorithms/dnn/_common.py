@@ -100,8 +100,8 @@ def micro_batch_loss(
     model: nn.Module, shard: Examples, rows: torch.Tensor, micro_batches: int
 ) -> torch.Tensor:
     """Mean loss of the micro-batch, divided so that summed micro-batch gradients average."""
-    logits = model(shard.features[rows])
-    return functional.cross_entropy(logits, shard.labels[rows]) / micro_batches
+    loss = functional.cross_entropy(model(shard.features[rows]), shard.labels[rows])
+    return loss if micro_batches == 1 else loss / micro_batches
 
 
 def backward(loss: torch.Tensor) -> None:

@@ -1,0 +1,106 @@
+"""Bad DNN jobs are refused with one line naming the value, before any worker starts."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scaletune.api import Estimator, Session
+from scaletune.data import LABELS_MAGIC
+from scaletune.diagnostics import critical_batch_advice
+from scaletune.errors import InvalidInputError
+from tests.cli.test_cli import EXAMPLES, _cli
+from tests.conftest import SHARED_DATA
+
+DIGITS = {"dataset": "digits"}
+
+
+@pytest.mark.parametrize(
+    ("hyperparameters", "distribution", "message"),
+    [
+        ({"optimizer": "rmsprop"}, {}, "hyperparameters.optimizer: Input should be 'sgd' or "
+         "'adam' (got 'rmsprop')"),
+        ({"batch_size": 0}, {}, "hyperparameters.batch_size: Input should be greater than or "
+         "equal to 1 (got 0)"),
+        ({"lr_scaling": "cubic"}, {}, "hyperparameters.lr_scaling"),
+        ({}, {"strategy": "parameter_server", "mode": "eventual"},
+         "distribution.mode: Input should be 'sync' or 'async' (got 'eventual')"),
+        ({}, {"mode": "async"}, "distribution.mode='async' needs "
+         "distribution.strategy='parameter_server' (got 'allreduce')"),
+        ({}, {"strategy": "parameter_server", "staleness_bound": 2},
+         "distribution.staleness_bound=2 applies to distribution.mode='async' only"),
+    ],
+)
+def test_bad_specs(
+    hyperparameters: dict[str, Any], distribution: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(InvalidInputError) as raised:
+        Estimator("dnn", hyperparameters, distribution=distribution).spec({"train": DIGITS})
+    assert message in str(raised.value)
+    assert "\n" not in str(raised.value)
+
+
+def _prepare_fails(session: Session, channels: dict[str, Any], message: str, **hp: Any) -> None:
+    spec = Estimator("dnn", hp, instance_count=2, session=session).spec(channels)
+    with pytest.raises(InvalidInputError, match=message):
+        session.controller.prepare(spec)
+    assert session.store.list_training_jobs() == []  # nothing half-written
+
+
+def test_a_cnn_needs_square_images(session: Session) -> None:
+    _prepare_fails(
+        session, {"train": {"dataset": "breast-cancer"}}, "rows have 30 features", model="cnn"
+    )
+
+
+def test_labels_must_be_class_numbers(session: Session, tmp_path: Path) -> None:
+    (tmp_path / "train.csv").write_text("0,0.1\n1.5,0.2\n1,0.3\n")
+    _prepare_fails(
+        session, {"train": {"path": str(tmp_path / "train.csv")}}, "has label 1.5; class labels"
+    )
+
+
+def test_num_classes_must_cover_the_labels(session: Session) -> None:
+    _prepare_fails(
+        session, {"train": DIGITS}, "num_classes=5 but the data has label 9", num_classes=5
+    )
+
+
+@pytest.mark.skipif(not (SHARED_DATA / "mnist").exists(), reason="shared MNIST is missing")
+def test_a_broken_idx_file_is_refused_before_the_job_exists(
+    session: Session, tmp_path: Path
+) -> None:
+    folder = shutil.copytree(SHARED_DATA / "mnist", tmp_path / "mnist")
+    # Labels where images belong: a wrong magic number.
+    header = struct.pack(">II", LABELS_MAGIC, 3) + bytes(3)
+    (folder / "t10k-images-idx3-ubyte.gz").write_bytes(gzip.compress(header))
+    channel = {"dataset": "mnist", "dataset_file": str(folder)}
+    _prepare_fails(session, {"train": channel}, "has magic number 2049, expected 2051")
+
+
+def test_cli_exits_2_with_one_line(store_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _cli(
+        capsys, "train", str(EXAMPLES / "dnn-digits.toml"), "--set",
+        "hyperparameters.optimizer=rmsprop",
+    )
+    assert code == 2
+    assert err.strip().count("\n") == 0 and "'rmsprop'" in err
+    assert not store_path.exists() or "Traceback" not in err
+
+
+def test_critical_batch_advice() -> None:
+    advice = critical_batch_advice({"gns:b_simple": 1000.0}, {"batch_size": 64})
+    assert advice == (
+        "critical batch ≈ 1000; at per-worker batch 64 the useful cluster size is about 15.6 "
+        "workers"
+    )
+    assert critical_batch_advice({"validation:accuracy": 0.9}, {"batch_size": 64}) is None
+    with_accumulation = critical_batch_advice(
+        {"gns:b_simple": 256.0}, {"batch_size": 64, "gradient_accumulation_steps": 4}
+    )
+    assert with_accumulation is not None and "about 1.0 worker" in with_accumulation
