@@ -35,6 +35,8 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.xgboost_overhead
 	$(BIN)/python -m benchmarks.xgboost_workers
 	$(BIN)/python -m benchmarks.tuning_reference --searcher Random
+	$(BIN)/python -m benchmarks.dnn_modes --epochs 5
+	$(BIN)/python -m benchmarks.dnn_overhead
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

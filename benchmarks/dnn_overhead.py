@@ -4,8 +4,9 @@ MNIST (55,000 training images) sharded over the workers, the naive MLP of dnn_mo
 per worker, SGD with momentum, validation accuracy on rank 0 after every epoch in both. A run's
 epoch time is the median time between the ends of successive epochs on rank 0 (start-up and
 the first epoch are left out of both). Runs alternate; the ratio is of the medians over runs.
-scaletune does more per step: it measures the gradient noise scale (one norm per gradient
-bucket, through a DDP communication hook) and every 20 steps agrees with its peers on stopping.
+scaletune does more: it samples the gradient noise scale (every 16th step it all-reduces the
+gradients itself, to see their norm before and after), and every 20 steps its ranks agree on
+whether to stop.
 """
 
 from __future__ import annotations
@@ -101,8 +102,10 @@ def main() -> None:
         ],
         f"""
 {args.repeats} runs each, alternating; {args.epochs} epochs a run, {args.workers} workers on
-this machine's cores (threads shared out equally in both). The accuracies differ a little
-because the two shuffle differently; the work per epoch is the same.
+this machine's cores (threads shared out equally in both). Both start from the same weights
+and walk the same shards in the same seeded order, so equal final accuracies show they train
+the same model. scaletune's extra work: every 16th step it averages the gradients itself to
+sample the gradient noise scale, and every 20th the ranks agree on whether to stop.
 """,
     )
 

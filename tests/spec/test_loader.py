@@ -73,7 +73,7 @@ def test_relative_paths_are_relative_to_the_job_file(tmp_path: Path) -> None:
             ["instance_count=0"],
             "instance_count: Input should be greater than or equal to 1 (got 0)",
         ),
-        (["algorithm=lightgbm"], "algorithm: Input should be 'xgboost' (got 'lightgbm')"),
+        (["algorithm=lightgbm"], "algorithm: Input should be 'xgboost' or 'dnn' (got 'lightgbm')"),
         (["hyperparameters.eta=2"], "hyperparameters.eta: Input should be less than or equal to 1"),
         (
             ["hyperparameters.tree_method=exact", "instance_count=3"],

@@ -23,17 +23,33 @@ DIGITS = {"dataset": "digits"}
 @pytest.mark.parametrize(
     ("hyperparameters", "distribution", "message"),
     [
-        ({"optimizer": "rmsprop"}, {}, "hyperparameters.optimizer: Input should be 'sgd' or "
-         "'adam' (got 'rmsprop')"),
-        ({"batch_size": 0}, {}, "hyperparameters.batch_size: Input should be greater than or "
-         "equal to 1 (got 0)"),
+        (
+            {"optimizer": "rmsprop"},
+            {},
+            "hyperparameters.optimizer: Input should be 'sgd' or 'adam' (got 'rmsprop')",
+        ),
+        (
+            {"batch_size": 0},
+            {},
+            "hyperparameters.batch_size: Input should be greater than or equal to 1 (got 0)",
+        ),
         ({"lr_scaling": "cubic"}, {}, "hyperparameters.lr_scaling"),
-        ({}, {"strategy": "parameter_server", "mode": "eventual"},
-         "distribution.mode: Input should be 'sync' or 'async' (got 'eventual')"),
-        ({}, {"mode": "async"}, "distribution.mode='async' needs "
-         "distribution.strategy='parameter_server' (got 'allreduce')"),
-        ({}, {"strategy": "parameter_server", "staleness_bound": 2},
-         "distribution.staleness_bound=2 applies to distribution.mode='async' only"),
+        (
+            {},
+            {"strategy": "parameter_server", "mode": "eventual"},
+            "distribution.mode: Input should be 'sync' or 'async' (got 'eventual')",
+        ),
+        (
+            {},
+            {"mode": "async"},
+            "distribution.mode='async' needs "
+            "distribution.strategy='parameter_server' (got 'allreduce')",
+        ),
+        (
+            {},
+            {"strategy": "parameter_server", "staleness_bound": 2},
+            "distribution.staleness_bound=2 applies to distribution.mode='async' only",
+        ),
     ],
 )
 def test_bad_specs(
@@ -84,8 +100,11 @@ def test_a_broken_idx_file_is_refused_before_the_job_exists(
 
 
 def test_cli_exits_2_with_one_line(store_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = _cli(
-        capsys, "train", str(EXAMPLES / "dnn-digits.toml"), "--set",
+    code, _, err = _cli(
+        capsys,
+        "train",
+        str(EXAMPLES / "dnn-digits.toml"),
+        "--set",
         "hyperparameters.optimizer=rmsprop",
     )
     assert code == 2
@@ -104,3 +123,15 @@ def test_critical_batch_advice() -> None:
         {"gns:b_simple": 256.0}, {"batch_size": 64, "gradient_accumulation_steps": 4}
     )
     assert with_accumulation is not None and "about 1.0 worker" in with_accumulation
+
+
+def test_the_job_summary_reads_the_gradient_noise_scale(
+    store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _cli(
+        capsys, "train", str(EXAMPLES / "dnn-digits.toml"), "--set", "hyperparameters.epochs=2"
+    )
+    assert code == 0
+    text = " ".join(out.split())  # the table wraps long cells
+    assert "diagnosis critical batch ≈" in text
+    assert "at per-worker batch 32 the useful cluster size is about" in text
