@@ -59,6 +59,14 @@ class DistributionSpec(_Frozen):
         "updates ahead of the slowest (stale-synchronous parallel); unbounded if unset",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _async_means_parameter_server(cls, data: Any) -> Any:
+        """`mode = "async"` alone selects the parameter server: all-reduce has no async mode."""
+        if isinstance(data, dict) and data.get("mode") == "async" and "strategy" not in data:
+            return {**data, "strategy": DistributionStrategy.PARAMETER_SERVER.value}
+        return data
+
 
 class ChannelSpec(_Frozen):
     """One data channel: a CSV file or folder (label first, no header), or a built-in dataset."""

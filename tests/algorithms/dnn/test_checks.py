@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import shutil
 import struct
 from pathlib import Path
@@ -41,7 +42,7 @@ DIGITS = {"dataset": "digits"}
         ),
         (
             {},
-            {"mode": "async"},
+            {"strategy": "allreduce", "mode": "async"},
             "distribution.mode='async' needs "
             "distribution.strategy='parameter_server' (got 'allreduce')",
         ),
@@ -135,3 +136,30 @@ def test_the_job_summary_reads_the_gradient_noise_scale(
     text = " ".join(out.split())  # the table wraps long cells
     assert "diagnosis critical batch ≈" in text
     assert "at per-worker batch 32 the useful cluster size is about" in text
+
+
+def test_async_alone_selects_the_parameter_server() -> None:
+    spec = Estimator("dnn", distribution={"mode": "async"}).spec({"train": DIGITS})
+    assert spec.distribution.strategy.value == "parameter_server"
+
+
+def test_the_digits_example_runs_asynchronously_from_the_cli(
+    store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _cli(
+        capsys,
+        "train",
+        str(EXAMPLES / "dnn-digits.toml"),
+        "--set",
+        "distribution.mode=async",
+        "--set",
+        "hyperparameters.epochs=2",
+        "--json",
+    )
+    assert code == 0
+    job = json.loads(out)
+    assert job["status"] == "Completed"
+    assert job["spec"]["distribution"]["strategy"] == "parameter_server"
+    assert {"validation:accuracy", "ps:staleness_mean", "test:accuracy"} <= set(
+        job["final_metrics"]
+    )

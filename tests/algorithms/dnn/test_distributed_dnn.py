@@ -48,7 +48,7 @@ def test_one_step_gives_the_same_weights_on_one_worker_three_workers_and_plain_t
     session: Session, tmp_path: Path
 ) -> None:
     """All-reduce over 3 workers at batch b = 1 worker at batch 3b = a plain process at 3b;
-    a synchronous parameter server makes the same update."""
+    a synchronous parameter server, and gradient accumulation, make the same update."""
     digits = prepare_digits()["train"]
     workers, batch = 3, 8
     features, labels = digits.features[: workers * batch], digits.labels[: workers * batch]
@@ -62,10 +62,21 @@ def test_one_step_gives_the_same_weights_on_one_worker_three_workers_and_plain_t
         "seed": 11,
     }
 
-    def weights(count: int, per_worker_batch: int, distribution: dict[str, Any]) -> list[Any]:
+    def weights(
+        count: int,
+        per_worker_batch: int,
+        distribution: dict[str, Any],
+        accumulate: int = 1,
+        gns_every_updates: int = 16,
+    ) -> list[Any]:
         job = Estimator(
             "dnn",
-            {**hyperparameters, "batch_size": per_worker_batch},
+            {
+                **hyperparameters,
+                "batch_size": per_worker_batch,
+                "gradient_accumulation_steps": accumulate,
+                "gns_every_updates": gns_every_updates,
+            },
             instance_count=count,
             distribution=distribution,
             session=session,
@@ -85,8 +96,12 @@ def test_one_step_gives_the_same_weights_on_one_worker_three_workers_and_plain_t
 
     for got in (
         weights(1, workers * batch, ALLREDUCE),
-        weights(workers, batch, ALLREDUCE),
+        weights(workers, batch, ALLREDUCE),  # through DDP's own all-reduce
+        weights(workers, batch, ALLREDUCE, gns_every_updates=1),  # a noise-scale sample
         weights(workers, batch, PS_SYNC),
+        # Two micro-batches of b/2 summed into one update: the same step again.
+        weights(workers, batch // 2, ALLREDUCE, accumulate=2),
+        weights(workers, batch // 2, PS_SYNC, accumulate=2),
     ):
         for actual, wanted in zip(got, expected, strict=True):
             torch.testing.assert_close(actual, wanted, rtol=1e-5, atol=1e-6)

@@ -19,9 +19,6 @@ from ._schedule import LearningRateSchedule
 # Ranks agree on stopping every this many updates (one tiny all-reduce), and at each epoch's end.
 STOP_CHECK_UPDATES = 20
 RENDEZVOUS_TIMEOUT = timedelta(minutes=5)
-# The gradient noise scale is sampled on every this many updates: its estimates are smoothed
-# over many steps anyway, and sampling costs an all-reduce that does not overlap the backward.
-GNS_EVERY_UPDATES = 16
 
 
 def train_allreduce(run: DNNRun) -> tuple[nn.Module, int]:
@@ -78,10 +75,13 @@ def _train(run: DNNRun) -> tuple[nn.Module, int]:
     model = run.new_model()
     wrapped: nn.Module = model
     noise: GradientNoiseScale | None = None
+    # Sampled every few updates: the estimates are smoothed over many steps anyway.
+    sample_every = hyperparameters.gns_every_updates
     if world_size > 1:
         ddp = DistributedDataParallel(model)
         local_batch = hyperparameters.batch_size * hyperparameters.gradient_accumulation_steps
-        noise = GradientNoiseScale(local_batch, local_batch * world_size)
+        if sample_every > 0:
+            noise = GradientNoiseScale(local_batch, local_batch * world_size)
         wrapped = ddp
     optimizer = make_optimizer(model.parameters(), hyperparameters)
     schedule = LearningRateSchedule.for_job(hyperparameters, world_size, plan.updates_per_epoch)
@@ -93,7 +93,7 @@ def _train(run: DNNRun) -> tuple[nn.Module, int]:
             set_learning_rate(optimizer, schedule.at(update))
             # A sampling update keeps every gradient local and averages it by hand, to see
             # the norm before and after; the others go through DDP's own (C++) all-reduce.
-            measuring = noise is not None and update % GNS_EVERY_UPDATES == 0
+            measuring = noise is not None and (update + 1) % sample_every == 0
             for position, rows in enumerate(micro_batches):
                 # Gradients of all but the last micro-batch stay local (summed in .grad).
                 last = position == len(micro_batches) - 1

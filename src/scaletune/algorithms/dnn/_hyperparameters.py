@@ -57,6 +57,13 @@ class DNNHyperparameters(BaseModel):
     gradient_accumulation_steps: int = Field(
         default=1, ge=1, le=10_000, description="micro-batches summed into one update"
     )
+    gns_every_updates: int = Field(
+        default=16,
+        ge=0,
+        le=1_000_000,
+        description="sample the gradient noise scale on every this many updates (0: never); "
+        "a sampling update's all-reduce does not overlap the backward pass",
+    )
     num_classes: int | None = Field(
         default=None, ge=2, le=100_000, description="from the data's labels when not given"
     )
