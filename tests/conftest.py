@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 import time
 from collections.abc import Iterator
@@ -80,6 +81,15 @@ def store_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def session(store_path: Path, warm_backend: LocalBackend) -> Iterator[Session]:
     with Session(store_path, backend=warm_backend) as opened:
         yield opened
+
+
+@pytest.fixture
+def default_sigint() -> Iterator[None]:
+    """Python's Ctrl-C handler, even where the suite was started with SIGINT ignored (as a
+    shell's background job is)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture

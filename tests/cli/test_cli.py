@@ -138,6 +138,9 @@ def test_ctrl_c_stops_the_job_and_its_workers(store_path: Path, tmp_path: Path) 
         stderr=subprocess.PIPE,
         text=True,
         env=dict(os.environ),
+        # A shell's background job inherits SIGINT ignored, and Python keeps it so: restore
+        # the default so that this test does not depend on how the suite was started.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         parent = psutil.Process(process.pid)

@@ -141,6 +141,7 @@ def test_jobs_of_dead_controllers_are_marked_failed(session: Session) -> None:
     assert f"controller process {gone.pid} ended" in (record.failure_reason or "")
 
 
+@pytest.mark.usefixtures("default_sigint")
 def test_interrupt_stops_the_job_and_reraises(session: Session) -> None:
     job = session.controller.prepare(_spec())
     job = dataclasses.replace(job, algorithm=_ProgramOverride(programs.block_until_killed))

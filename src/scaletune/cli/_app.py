@@ -12,17 +12,12 @@ from typing import Annotated, NoReturn
 import typer
 
 from scaletune.api import Session
+from scaletune.cli._experiment import convergence, experiment_app, report
 from scaletune.cli._options import JsonOption, StoreOption, err, out
 from scaletune.cli._render import job_summary, jobs_table, print_json, progress
 from scaletune.cli._tuning import tune, tuning_app
 from scaletune.errors import InvalidInputError, ScaletuneError, StoreError
-from scaletune.spec import (
-    BuiltinDataset,
-    ChannelName,
-    TrainingJobSpec,
-    load_training_spec,
-    training_spec_from_dict,
-)
+from scaletune.spec import TrainingJobSpec, load_training_spec
 from scaletune.store import JobStatus, TrainingJobRecord
 from scaletune.training import JobPaths, reconcile_orphan
 
@@ -37,6 +32,8 @@ jobs_app = typer.Typer(no_args_is_help=True, help="Look at and stop training job
 app.add_typer(jobs_app, name="jobs")
 app.command("tune")(tune)
 app.add_typer(tuning_app, name="tuning")
+app.add_typer(experiment_app, name="experiment")
+app.command("report")(report)
 
 
 @app.command()
@@ -58,28 +55,23 @@ def train(
 
 @app.command()
 def demo(
-    workers: Annotated[int, typer.Option(help="Number of workers.")] = 3,
-    json_output: JsonOption = False,
+    workers: Annotated[int, typer.Option(min=1, help="Workers per training job.")] = 3,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Folder for the report.")] = None,
     store: StoreOption = None,
 ) -> None:
-    """Train distributed XGBoost on scikit-learn's bundled breast cancer data (offline)."""
-    channel = {"dataset": BuiltinDataset.BREAST_CANCER.value}
-    spec = training_spec_from_dict(
-        {
-            "name": "demo",
-            "algorithm": "xgboost",
-            "instance_count": workers,
-            "hyperparameters": {
-                "num_round": 50,
-                "eta": 0.3,
-                "max_depth": 4,
-                "objective": "binary:logistic",
-                "eval_metric": ["auc", "logloss"],
-            },
-            "channels": {name.value: channel for name in ChannelName},
-        }
+    """The convergence experiment, small and offline: XGBoost on scikit-learn's bundled breast
+    cancer data, 1 vs 3 workers, Hyperband tuning of the 3-worker job, and its report."""
+    convergence(
+        algorithm="xgboost",
+        workers=str(workers),
+        data=None,
+        out_dir=out_dir or Path("scaletune-results") / "demo",
+        max_jobs=None,
+        max_parallel_jobs=None,
+        seed=0,
+        json_output=False,
+        store=store,
     )
-    _run_job(spec, store, json_output)
 
 
 @jobs_app.command("list")

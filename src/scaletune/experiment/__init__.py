@@ -1,0 +1,25 @@
+"""The convergence experiment (REFERENCE.md section 2) end to end, and its reports."""
+
+from scaletune.experiment._plans import ExperimentPlan, ReferenceFigures, plan_for
+from scaletune.experiment._report import Report, convergence_report, tuning_job_report
+from scaletune.experiment._runner import (
+    ExperimentProgress,
+    ExperimentResult,
+    StaticRun,
+    TuningRun,
+    run_convergence,
+)
+
+__all__ = [
+    "ExperimentPlan",
+    "ExperimentProgress",
+    "ExperimentResult",
+    "ReferenceFigures",
+    "Report",
+    "StaticRun",
+    "TuningRun",
+    "convergence_report",
+    "plan_for",
+    "run_convergence",
+    "tuning_job_report",
+]

@@ -1,0 +1,160 @@
+"""The experiment's pictures, drawn with matplotlib (no display needed) as PNG bytes."""
+
+from __future__ import annotations
+
+import io
+import itertools
+from collections.abc import Mapping, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only: never look for a display
+
+import matplotlib.pyplot as plt  # after the backend is chosen
+from matplotlib.figure import Figure
+
+from scaletune.spec import ObjectiveType
+from scaletune.store import JobStatus, MetricPoint, TrainingJobRecord
+from scaletune.tuning import HyperbandScheduler
+
+SIZE = (7.5, 4.2)
+
+
+def _png(figure: Figure) -> bytes:
+    buffer = io.BytesIO()
+    figure.tight_layout()
+    figure.savefig(buffer, format="png", dpi=110)
+    plt.close(figure)
+    return buffer.getvalue()
+
+
+def learning_curves(
+    curves: Mapping[str, Sequence[MetricPoint]], metric: str, step_name: str
+) -> bytes:
+    """The objective per step of each named run."""
+    figure, axes = plt.subplots(figsize=SIZE)
+    for label, points in curves.items():
+        axes.plot([p.step for p in points], [p.value for p in points], marker=".", label=label)
+    axes.set_xlabel(step_name)
+    axes.set_ylabel(metric)
+    axes.set_title(f"Learning curves: {metric}")
+    axes.grid(alpha=0.3)
+    axes.legend()
+    return _png(figure)
+
+
+def hyperband_rungs(min_resource: int, max_resource: int, eta: int) -> list[int]:
+    scheduler = HyperbandScheduler(
+        ObjectiveType.MAXIMIZE, min_resource=min_resource, max_resource=max_resource, eta=eta
+    )
+    return sorted({rung for bracket in scheduler.brackets for rung in bracket.rungs})
+
+
+def tuning_trials(
+    trials: Sequence[TrainingJobRecord],
+    curves: Mapping[str, Sequence[MetricPoint]],
+    metric: str,
+    step_name: str,
+    rungs: Sequence[int],
+    title: str,
+    maximize: bool = True,
+) -> bytes:
+    """Every trial's curve; where Hyperband stopped one, an x; its rungs as dashed lines."""
+    figure, axes = plt.subplots(figsize=SIZE)
+    for rung in rungs:
+        axes.axvline(rung, color="grey", linestyle="--", linewidth=0.8)
+    scored = [t for t in trials if t.objective is not None]
+    sign = 1.0 if maximize else -1.0
+    best = max(scored, key=lambda t: sign * (t.objective or 0.0), default=None)
+    for trial in trials:
+        points = curves.get(trial.id, [])
+        if not points:
+            continue
+        steps, values = [p.step for p in points], [p.value for p in points]
+        stopped = trial.status is JobStatus.STOPPED
+        is_best = best is not None and trial.id == best.id
+        axes.plot(
+            steps,
+            values,
+            color="tab:red" if is_best else ("tab:gray" if stopped else "tab:blue"),
+            alpha=1.0 if is_best else 0.55,
+            linewidth=2.0 if is_best else 1.0,
+            zorder=3 if is_best else 2,
+        )
+        if stopped:
+            axes.plot(steps[-1], values[-1], marker="x", color="black", markersize=6, zorder=4)
+    axes.plot([], [], color="tab:blue", label="ran to the end")
+    axes.plot([], [], color="tab:gray", label="stopped early")
+    axes.plot([], [], marker="x", color="black", linestyle="", label="where it was stopped")
+    axes.plot([], [], color="tab:red", linewidth=2.0, label="best trial")
+    if rungs:
+        axes.plot([], [], color="grey", linestyle="--", label="Hyperband rungs")
+    if len(rungs) and max(rungs) * 20 < max(
+        (p.step for points in curves.values() for p in points), default=1
+    ):
+        axes.set_xscale("symlog", linthresh=1)
+    axes.set_xlabel(step_name)
+    axes.set_ylabel(metric)
+    axes.set_title(title)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize="small")
+    return _png(figure)
+
+
+def best_so_far(
+    trials: Sequence[TrainingJobRecord], maximize: bool = True
+) -> tuple[list[float], list[float | None]]:
+    """Cumulative billable worker-seconds and the best objective reached, trial by trial in
+    the order they ended (None until a trial has an objective)."""
+    ended = sorted((t for t in trials if t.end_time is not None), key=lambda t: t.end_time or 0)
+    costs = list(itertools.accumulate(t.billable_seconds or 0.0 for t in ended))
+    best: float | None = None
+    bests: list[float | None] = []
+    for trial in ended:
+        value = trial.objective
+        if value is not None and (best is None or (value > best if maximize else value < best)):
+            best = value
+        bests.append(best)
+    return costs, bests
+
+
+def cost_against_quality(
+    runs: Mapping[str, Sequence[TrainingJobRecord]],
+    metric: str,
+    baseline: float | None,
+    maximize: bool = True,
+) -> bytes:
+    """Best objective so far against billable worker-seconds spent, one line per tuning job."""
+    figure, axes = plt.subplots(figsize=SIZE)
+    for label, trials in runs.items():
+        costs, bests = best_so_far(trials, maximize)
+        shown = [(c, b) for c, b in zip(costs, bests, strict=True) if b is not None]
+        if shown:
+            axes.step(
+                *zip(*shown, strict=True), where="post", marker="o", markersize=3, label=label
+            )
+    if baseline is not None:
+        axes.axhline(baseline, color="grey", linestyle=":", label="naive settings, same cluster")
+    axes.set_xlabel("billable worker-seconds spent")
+    axes.set_ylabel(f"best {metric} so far")
+    axes.set_title("What tuning buys per worker-second")
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize="small")
+    return _png(figure)
+
+
+def cluster_size(
+    sizes: Sequence[int], scores: Sequence[float], walls: Sequence[float], metric: str
+) -> bytes:
+    """Validation score and wall time against the number of workers, same settings."""
+    figure, left = plt.subplots(figsize=SIZE)
+    left.plot(sizes, scores, marker="o", color="tab:blue")
+    left.set_xlabel("workers")
+    left.set_ylabel(metric, color="tab:blue")
+    left.set_xticks(list(sizes))
+    right = left.twinx()
+    right.plot(sizes, walls, marker="s", color="tab:orange")
+    right.set_ylabel("wall seconds", color="tab:orange")
+    left.set_title("Cluster size: score and wall time (same settings)")
+    left.grid(alpha=0.3)
+    return _png(figure)
