@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+import sys
 import time
 from pathlib import Path
 from typing import Annotated
@@ -25,6 +27,10 @@ from scaletune.spec import AlgorithmName
 from scaletune.tuning import analytics_dataframe, summarize
 
 experiment_app = typer.Typer(no_args_is_help=True, help="Reproduce the reference's experiments.")
+
+
+def _command_line() -> str:
+    return shlex.join(["scaletune", *sys.argv[1:]])
 
 
 def parse_workers(text: str) -> list[int]:
@@ -95,7 +101,7 @@ class _Display:
         key = (progress.phase_number, progress.jobs_done)
         if key != self._last:
             self._last = key
-            err.print(line, highlight=False)
+            err.print(line, highlight=False, soft_wrap=True)
 
 
 @experiment_app.command("convergence")
@@ -137,6 +143,7 @@ def convergence(
     with Session(store) as session, _Display() as display:
         result = run_convergence(session, plan, sizes, seed=seed, on_progress=display)
     report = convergence_report(result)
+    report.command = _command_line()
     page = report.write(target)
     if json_output:
         print_json({"report": str(page), **report.data})
@@ -171,6 +178,7 @@ def report(
         curves = {t.id: session.store.metrics(t.id, metric) for t in summary.trials}
         analytics = analytics_dataframe(session.store, tuning_job_id)
     document = tuning_job_report(summary, curves, analytics)
+    document.command = _command_line()
     page = document.write(out_dir or Path("scaletune-results") / f"tuning-{tuning_job_id}")
     show_report(document)
     out.print(f"report: {page}", highlight=False, soft_wrap=True)  # whole, to copy

@@ -30,6 +30,7 @@ class Report:
 
     title: str
     intro: str
+    command: str | None = None  # the command line that made it, shown at the top
     tables: list[tuple[str, Table, str]] = field(default_factory=list)  # title, rows, note
     pictures: list[tuple[str, str, bytes]] = field(default_factory=list)  # file, caption, png
     configuration: dict[str, Any] = field(default_factory=dict)
@@ -40,7 +41,12 @@ class Report:
         folder.mkdir(parents=True, exist_ok=True)
         for name, _, png in self.pictures:
             (folder / name).write_bytes(png)
-        payload = {"title": self.title, "configuration": self.configuration, **self.data}
+        payload = {
+            "title": self.title,
+            "command": self.command,
+            "configuration": self.configuration,
+            **self.data,
+        }
         (folder / "results.json").write_text(json.dumps(payload, indent=2, default=str) + "\n")
         (folder / "results.md").write_text(self.markdown())
         partial = folder / ".report.html.partial"
@@ -50,6 +56,8 @@ class Report:
 
     def markdown(self) -> str:
         lines = [f"# {self.title}", "", self.intro, ""]
+        if self.command:
+            lines += [f"Command: `{self.command}`", "", _machine_line(), ""]
         for title, rows, note in self.tables:
             lines += [f"## {title}", "", *_markdown_table(rows), ""]
             if note:
@@ -68,6 +76,10 @@ class Report:
 
     def html(self) -> str:
         parts = [f"<h1>{_e(self.title)}</h1>", f"<p>{_e(self.intro)}</p>"]
+        if self.command:
+            parts.append(
+                f"<p>Command: <code>{_e(self.command)}</code><br>{_e(_machine_line())}</p>"
+            )
         for title, rows, note in self.tables:
             parts.append(f"<h2>{_e(title)}</h2>{_html_table(rows)}")
             if note:
@@ -138,6 +150,14 @@ def environment() -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "packages": packages,
     }
+
+
+def _machine_line() -> str:
+    machine = environment()
+    return (
+        f"Machine: {machine['cpus']} CPUs, {machine['platform']}, Python {machine['python']}, "
+        f"{machine['date']}."
+    )
 
 
 def _number(value: float | None, digits: int = 4) -> str:
@@ -388,7 +408,7 @@ def _scaling_note(result: ExperimentResult) -> str:
     if abs(drop) < 0.005:
         verdict = (
             f"Here {result.workers} workers do not lose {result.plan.metric_label} "
-            f"(change {-drop:+.4f}); the reference lost {ref[0] - ref[1]:.2f}."
+            f"(change {round(many - one, 4) + 0.0:+.4f}); the reference lost {ref[0] - ref[1]:.2f}."
         )
     else:
         verdict = (

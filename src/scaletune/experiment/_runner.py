@@ -77,7 +77,8 @@ def run_convergence(
         report(ExperimentProgress(label, phase, phases, 0, 1, 1, None))
         spec = training_spec_from_dict(_training(plan, size, hyperparameters, seed))
         record = session.controller.run(session.controller.prepare(spec))
-        report(ExperimentProgress(label, phase, phases, 1, 0, 1, record.objective))
+        score = record.final_metrics.get(plan.objective_metric)
+        report(ExperimentProgress(label, phase, phases, 1, 0, 1, score))
         return StaticRun(size, record, session.store.metrics(record.id, plan.objective_metric))
 
     runs = {

@@ -117,7 +117,8 @@ def _train(run: DNNRun) -> tuple[nn.Module, int]:
         metrics = {"train:loss": totals[1] / max(totals[2], 1.0)}
         if noise is not None and noise.b_simple is not None:
             metrics["gns:b_simple"] = noise.b_simple
-        run.end_epoch(epoch, model, metrics)
+        if not agreed_stop:  # a partial epoch is not reported as if it were whole
+            run.end_epoch(epoch, model, metrics)
         if totals[0] > 0:
             break
     return model, epoch

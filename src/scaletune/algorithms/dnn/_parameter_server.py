@@ -377,6 +377,7 @@ def train_parameter_server(
             epoch = 0
             while not stop and epoch < hyperparameters.epochs:
                 epoch += 1
+                pushed = 0
                 for micro_batches in plan.updates(run.train, epoch):
                     model.zero_grad(set_to_none=True)
                     loss_sum, examples = 0.0, 0
@@ -386,9 +387,12 @@ def train_parameter_server(
                         loss_sum += float(loss.detach()) * len(micro_batches) * len(rows)
                         examples += len(rows)
                     stop = client.push(model, loss_sum, examples, ctx.stop_requested())
+                    pushed += 1
                     if stop:
                         break
-                if server is not None and scoring_model is not None:
+                # A partial epoch is not reported as if it were whole.
+                whole_epoch = pushed == plan.updates_per_epoch
+                if server is not None and scoring_model is not None and whole_epoch:
                     _load(scoring_model, server.snapshot())
                     run.end_epoch(epoch, scoring_model, server.take_statistics().metrics())
             client.done()
