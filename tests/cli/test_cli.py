@@ -118,13 +118,6 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 2 and "Missing argument" in err
 
 
-def test_demo(store_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _cli(capsys, "demo", "--workers", "2", "--json")
-    record = json.loads(out)
-    assert (code, record["status"], record["instance_count"]) == (0, "Completed", 2)
-    assert record["final_metrics"]["validation:auc"] > 0.9
-
-
 def test_ctrl_c_stops_the_job_and_its_workers(store_path: Path, tmp_path: Path) -> None:
     job_file = tmp_path / "long.toml"
     job_file.write_text(
