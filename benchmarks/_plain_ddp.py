@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import time
 from datetime import timedelta
@@ -15,6 +14,8 @@ import torch.distributed as dist
 import torch.nn.functional as functional
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
+
+from benchmarks._baseline import run_group
 
 
 def train_worker(
@@ -72,15 +73,5 @@ def run_plain(
     data: Path, settings: dict[str, Any], world: int, port: int
 ) -> tuple[list[float], float]:
     """Epoch end times on rank 0, and the final validation accuracy."""
-    context = mp.get_context("spawn")
-    results = context.Queue()
-    workers = [
-        context.Process(target=train_worker, args=(rank, world, port, data, settings, results))
-        for rank in range(world)
-    ]
-    for worker in workers:
-        worker.start()
-    times, accuracy = results.get(timeout=1800)
-    for worker in workers:
-        worker.join()
+    times, accuracy = run_group(train_worker, world, (port, data, settings), 1800)
     return times, accuracy

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import time
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,8 @@ import numpy as np
 import xgboost as xgb
 from xgboost import collective
 from xgboost.tracker import RabitTracker
+
+from benchmarks._baseline import run_group
 
 
 class _RoundTimes(xgb.callback.TrainingCallback):
@@ -61,22 +62,9 @@ def run_plain(
     data: Path, params: dict[str, Any], rounds: int, world: int
 ) -> tuple[list[float], float]:
     """Round end times on rank 0, and the final validation AUC."""
-    context = mp.get_context("spawn")
     tracker = RabitTracker(n_workers=world, host_ip="127.0.0.1", sortby="task")
     tracker.start()
-    args = tracker.worker_args()
-    results = context.Queue()
-    workers = [
-        context.Process(
-            target=train_worker, args=(rank, world, args, data, params, rounds, results)
-        )
-        for rank in range(world)
-    ]
-    for worker in workers:
-        worker.start()
-    times, auc = results.get(timeout=600)
-    for worker in workers:
-        worker.join()
+    times, auc = run_group(train_worker, world, (tracker.worker_args(), data, params, rounds), 600)
     tracker.wait_for(60)
     tracker.free()
     return times, auc

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks._baseline import save_splits
 from benchmarks._plain_ddp import run_plain
 from benchmarks._report import MNIST_FOLDER, summary, write
 from scaletune.api import Estimator, Session
@@ -48,10 +49,7 @@ def main() -> None:
     plain_epochs, ours_epochs, plain_accuracy, ours_accuracy = [], [], [], []
     with tempfile.TemporaryDirectory() as scratch:
         data = Path(scratch)
-        np.save(data / "train_x.npy", splits["train"].features)
-        np.save(data / "train_y.npy", splits["train"].labels)
-        np.save(data / "valid_x.npy", splits["validation"].features)
-        np.save(data / "valid_y.npy", splits["validation"].labels)
+        save_splits(splits, data)
         channel = {"dataset": "mnist", "dataset_file": str(args.data)}
         with Session(data / "store.db") as session:
             for _ in range(args.repeats):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks._baseline import save_splits
 from benchmarks._plain_xgboost import run_plain
 from benchmarks._report import BANK_MARKETING_FILE as BANK
 from benchmarks._report import summary, write
@@ -42,10 +43,7 @@ def main() -> None:
     plain_steps, ours_steps, plain_auc, ours_auc = [], [], [], []
     with tempfile.TemporaryDirectory() as scratch:
         data = Path(scratch)
-        np.save(data / "train_x.npy", splits["train"].features)
-        np.save(data / "train_y.npy", splits["train"].labels)
-        np.save(data / "valid_x.npy", splits["validation"].features)
-        np.save(data / "valid_y.npy", splits["validation"].labels)
+        save_splits(splits, data)
         channel = {"dataset": "bank-marketing", "dataset_file": str(args.data)}
         with Session(data / "store.db") as session:
             for _ in range(args.repeats):

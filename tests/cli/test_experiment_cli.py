@@ -55,7 +55,9 @@ def test_demo_runs_the_small_experiment_and_says_where_the_report_is(
     assert code == 0, err
     assert f"report: {tmp_path / 'demo' / 'report.html'}" in " ".join(out.split())
     assert "[7/7]" not in err and "[5/5] best tuned settings on 3 worker(s)" in err  # plain lines
-    assert (tmp_path / "demo" / "report.html").exists()
+    rendered = _render(tmp_path / "demo" / "report.html", tmp_path)
+    assert rendered.returncode == 0, rendered.stderr[-2000:]
+    assert rendered.stdout.count("<table>") == 2 and rendered.stdout.count("<img ") == 3
 
 
 def _render(page: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
