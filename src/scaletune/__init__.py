@@ -2,6 +2,7 @@
 
 from scaletune.api import Estimator, Session, TrainingJob, Tuner, TuningJob
 from scaletune.errors import InvalidInputError, JobNotFoundError, ScaletuneError, StoreError
+from scaletune.reporting import report
 from scaletune.spec import (
     CategoricalRange,
     ChannelSpec,
@@ -30,4 +31,5 @@ __all__ = [
     "TuningJob",
     "__version__",
     "load_training_spec",
+    "report",
 ]

@@ -17,4 +17,8 @@ def get_algorithm(name: AlgorithmName) -> Algorithm:
         from scaletune.algorithms.dnn import DNNAlgorithm
 
         return DNNAlgorithm()
+    if name is AlgorithmName.SCRIPT:
+        from scaletune.algorithms.script import ScriptAlgorithm
+
+        return ScriptAlgorithm()
     raise AssertionError(f"no algorithm registered for {name!r}")  # the enum is exhaustive

@@ -31,6 +31,10 @@ class Algorithm(ABC):
     hyperparameters_type: ClassVar[type[BaseModel]]
     needs_xgboost_tracker: ClassVar[bool] = False
 
+    def wants_xgboost_tracker(self, spec: TrainingJobSpec) -> bool:
+        """Whether the controller starts XGBoost's tracker for this job's workers."""
+        return self.needs_xgboost_tracker
+
     def parse_hyperparameters(self, raw: Mapping[str, Any]) -> BaseModel:
         from scaletune.spec import describe_validation_error
 
@@ -62,7 +66,8 @@ class Algorithm(ABC):
         """How many steps a job runs when nothing stops it (rounds, epochs), if known."""
         return None
 
-    def hyperparameter_names(self) -> frozenset[str]:
+    def hyperparameter_names(self) -> frozenset[str] | None:
+        """The names it takes; None where any name goes (a user's script)."""
         fields = self.hyperparameters_type.model_fields
         return frozenset(field.alias or name for name, field in fields.items())
 

@@ -39,7 +39,14 @@ def _start_xgboost_tracker(world_size: int, host: str, attempts: int = 5) -> tup
 class GroupRendezvous:
     """Owns what the group meets through; close() frees the tracker's port."""
 
-    def __init__(self, world_size: int, *, xgboost_tracker: bool, host: str = LOOPBACK) -> None:
+    def __init__(
+        self,
+        world_size: int,
+        *,
+        xgboost_tracker: bool,
+        worker_ports: bool = False,
+        host: str = LOOPBACK,
+    ) -> None:
         self._tracker: Any = None
         tracker_args: dict[str, str | int] = {}
         if xgboost_tracker:
@@ -47,7 +54,10 @@ class GroupRendezvous:
             # The same keys tracker.worker_args() gives, which waits ~100 ms for the tracker.
             tracker_args = {"dmlc_tracker_uri": host, "dmlc_tracker_port": port}
         self.info = Rendezvous(
-            master_addr=host, master_port=free_port(host), xgboost_tracker=tracker_args
+            master_addr=host,
+            master_port=free_port(host),
+            xgboost_tracker=tracker_args,
+            worker_ports=tuple(free_port(host) for _ in range(world_size)) if worker_ports else (),
         )
 
     def close(self, *, completed: bool) -> None:

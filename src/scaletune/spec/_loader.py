@@ -133,6 +133,16 @@ def _resolve_paths(raw: dict[str, Any], base_dir: Path) -> dict[str, Any]:
         raw["channels"] = resolved
     if isinstance(raw.get("output_path"), str):
         raw["output_path"] = _absolute(raw["output_path"], base_dir)
+    script = raw.get("script")
+    if isinstance(script, dict):
+        script = dict(script)
+        source_dir = script.get("source_dir")
+        script["source_dir"] = (
+            (_absolute(source_dir, base_dir) if isinstance(source_dir, str) else base_dir)
+            if source_dir is None or isinstance(source_dir, str)
+            else source_dir
+        )
+        raw["script"] = script
     return raw
 
 

@@ -15,6 +15,7 @@ HyperparameterValue = bool | int | float | str | list[str]
 class AlgorithmName(StrEnum):
     XGBOOST = "xgboost"
     DNN = "dnn"
+    SCRIPT = "script"  # the user's own program, launched once per worker
 
 
 class DistributionStrategy(StrEnum):
@@ -103,6 +104,47 @@ def _readable(path: Path) -> bool:
         return False
 
 
+class MetricDefinition(_Frozen):
+    """A metric read from rank 0's output: the regex's group `value` (or its first group);
+    the step from a group `step` if there is one, else the count of matches so far."""
+
+    name: str = Field(min_length=1, max_length=200)
+    regex: str
+
+    @field_validator("regex")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            pattern = re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"does not compile: {exc}") from None
+        if pattern.groups == 0:
+            raise ValueError("needs a group around the value, e.g. 'loss=([0-9.eE+-]+)'")
+        return value
+
+
+class ScriptSpec(_Frozen):
+    """A user's training program: a Python file (run with scaletune's interpreter) or a
+    command, started once per worker in `source_dir` with the environment frameworks expect."""
+
+    entry_point: str = Field(min_length=1)
+    source_dir: Path | None = None  # default: the job file's folder (or the current one)
+    metric_definitions: list[MetricDefinition] = Field(default_factory=list)
+    xgboost_tracker: bool = Field(
+        default=False, description="start XGBoost's tracker and pass its DMLC_* variables"
+    )
+
+    @model_validator(mode="after")
+    def _entry_exists(self) -> ScriptSpec:
+        if self.source_dir is not None and not self.source_dir.is_dir():
+            raise ValueError(f"source_dir {str(self.source_dir)!r} is not a directory")
+        if self.entry_point.endswith(".py"):
+            entry = (self.source_dir or Path.cwd()) / self.entry_point
+            if not entry.is_file():
+                raise ValueError(f"entry_point {str(entry)!r} does not exist")
+        return self
+
+
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,47})$")
 
 
@@ -112,10 +154,11 @@ class TrainingJobSpec(_Frozen):
     hyperparameters: dict[str, HyperparameterValue] = Field(default_factory=dict)
     instance_count: int = Field(default=1, ge=1, le=256)
     distribution: DistributionSpec = Field(default_factory=DistributionSpec)
-    channels: dict[ChannelName, ChannelSpec]
+    channels: dict[ChannelName, ChannelSpec] = Field(default_factory=dict)
     output_path: Path | None = None
     seed: int = Field(default=0, ge=0, le=2**31 - 1)
     max_runtime_seconds: float = Field(default=86_400.0, gt=0)
+    script: ScriptSpec | None = None  # algorithm "script" only
 
     @field_validator("name")
     @classmethod
@@ -124,12 +167,18 @@ class TrainingJobSpec(_Frozen):
             raise ValueError("use 1-48 letters, digits or '-', starting with a letter or digit")
         return value
 
-    @field_validator("channels")
-    @classmethod
-    def _train_required(cls, value: dict[ChannelName, ChannelSpec]) -> dict[ChannelName, Any]:
-        if ChannelName.TRAIN not in value:
-            raise ValueError("missing channel 'train'")
-        return value
+    @model_validator(mode="after")
+    def _train_required(self) -> TrainingJobSpec:
+        # A user's script may read its data itself; built-in algorithms need a train channel.
+        if self.algorithm is not AlgorithmName.SCRIPT and ChannelName.TRAIN not in self.channels:
+            raise ValueError("channels: missing channel 'train'")
+        if (self.algorithm is AlgorithmName.SCRIPT) != (self.script is not None):
+            raise ValueError(
+                "algorithm 'script' needs a [script] table with entry_point"
+                if self.script is None
+                else f"[script] goes with algorithm 'script', not {self.algorithm.value!r}"
+            )
+        return self
 
     @model_validator(mode="after")
     def _algorithm_accepts(self) -> TrainingJobSpec:

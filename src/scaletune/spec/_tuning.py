@@ -120,7 +120,7 @@ class TuningJobSpec(_Frozen):
             if name == CLUSTER_SIZE:
                 self._check_cluster_sizes(parameter)
                 continue
-            if name not in known:
+            if known is not None and name not in known:
                 raise InvalidInputError(
                     f"ranges.{name}: {self.training.algorithm.value} has no hyperparameter {name!r}"
                 )

@@ -199,7 +199,9 @@ class TrainingController:
         job.paths.logs.mkdir(parents=True, exist_ok=True)
         world_size = job.spec.instance_count
         rendezvous = GroupRendezvous(
-            world_size, xgboost_tracker=job.algorithm.needs_xgboost_tracker and world_size > 1
+            world_size,
+            xgboost_tracker=job.algorithm.wants_xgboost_tracker(job.spec) and world_size > 1,
+            worker_ports=job.spec.script is not None,
         )
         tasks = [
             WorkerTask(
@@ -215,6 +217,7 @@ class TrainingController:
                 seed=job.spec.seed,
                 stop_file=scratch / STOP_FILE,
                 distribution=job.spec.distribution,
+                script=job.spec.script,
             )
             for rank in range(world_size)
         ]

@@ -12,7 +12,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from scaletune.data import Table, TableFiles, shard_bounds
-from scaletune.spec import DistributionSpec
+from scaletune.spec import DistributionSpec, ScriptSpec
 from scaletune.worker._messages import Report
 
 
@@ -23,6 +23,7 @@ class Rendezvous:
     master_addr: str
     master_port: int
     xgboost_tracker: Mapping[str, str | int] = field(default_factory=dict)
+    worker_ports: tuple[int, ...] = ()  # one per rank, for TF_CONFIG (user scripts only)
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class WorkerTask:
     # signal: a signal interrupts the collective's socket calls (EINTR) and breaks them.
     stop_file: Path | None = None
     distribution: DistributionSpec = field(default_factory=DistributionSpec)
+    script: ScriptSpec | None = None  # algorithm "script": what to launch
 
 
 class WorkerContext:

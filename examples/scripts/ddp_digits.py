@@ -1,0 +1,69 @@
+"""A plain PyTorch DDP training script: it runs alone (one process) or as a scaletune job.
+
+scaletune starts it once per worker with RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set,
+as torchrun would, and hyperparameters as --name value arguments. Metrics go through
+scaletune.report(), which does nothing when the script runs alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn.functional as functional
+from sklearn.datasets import load_digits
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+import scaletune
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--batch-size", "--batch_size", type=int, default=32)
+    args = parser.parse_args()
+
+    rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+    if world > 1:
+        dist.init_process_group("gloo")  # env:// — MASTER_ADDR / MASTER_PORT from scaletune
+    torch.manual_seed(0)
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
+
+    digits = load_digits()
+    features = torch.tensor(digits.data / 16.0, dtype=torch.float32)
+    labels = torch.tensor(digits.target)
+    order = np.random.default_rng(0).permutation(len(labels))
+    train, valid = order[:1400], order[1400:]
+    shard = train[rank::world]  # this worker's rows
+
+    model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+    wrapped = DistributedDataParallel(model) if world > 1 else model
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+    for epoch in range(1, args.epochs + 1):
+        shuffled = np.random.default_rng(epoch).permutation(shard)
+        for start in range(0, len(shuffled), args.batch_size):
+            rows = torch.from_numpy(shuffled[start : start + args.batch_size])
+            loss = functional.cross_entropy(wrapped(features[rows]), labels[rows])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        if rank == 0:
+            with torch.no_grad():
+                accuracy = (model(features[valid]).argmax(1) == labels[valid]).float().mean()
+            print(f"epoch {epoch}: validation accuracy {float(accuracy):.4f}", flush=True)
+            scaletune.report(epoch, **{"validation:accuracy": float(accuracy)})
+    if rank == 0:
+        out = Path(os.environ.get("SCALETUNE_MODEL_DIR", "."))
+        torch.save(model.state_dict(), out / "model.pt")
+    if world > 1:
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

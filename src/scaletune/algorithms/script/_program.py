@@ -1,0 +1,217 @@
+"""What each worker does for a user's script: launch it with the environment frameworks
+expect, pass its output to the log, turn its reports into metrics, stop it when asked."""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import ctypes
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+
+from scaletune.reporting import REPORT_ENV, REPORT_PREFIX
+from scaletune.spec import MetricDefinition, ScriptSpec
+from scaletune.worker import WorkerContext
+
+STOP_GRACE_SECONDS = 3.0  # after SIGTERM, before SIGKILL (the controller waits longer)
+STDERR_TAIL_LINES = 20
+_PR_SET_PDEATHSIG = 1
+
+
+class ScriptError(Exception):
+    """The script exited with an error: its exit code and the end of its stderr."""
+
+
+def run_script(ctx: WorkerContext) -> None:
+    script = ctx.task.script
+    assert script is not None  # the spec requires it for this algorithm
+    with tempfile.TemporaryDirectory(prefix=f"scaletune-script-{ctx.rank}-") as scratch:
+        folder = Path(scratch)
+        environment = _environment(ctx, script, folder)
+        command = _command(script, ctx.task.hyperparameters.model_dump(), folder)
+        parser = _OutputParser(ctx, script.metric_definitions) if ctx.is_chief else None
+        process = subprocess.Popen(
+            command,
+            cwd=script.source_dir,
+            env=environment,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # its own process group: a stop ends its children too
+            preexec_fn=_die_with_parent,
+        )
+        tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+        readers = [
+            _reader(process.stdout, sys.stdout, parser.feed if parser else None),
+            _reader(process.stderr, sys.stderr, tail.append),
+        ]
+        stopped = _wait(process, ctx)
+        for reader in readers:
+            reader.join()
+    if stopped:
+        return  # asked to stop: the job ends as Stopped, not Failed
+    if process.returncode != 0:
+        last = " | ".join(line.strip() for line in list(tail)[-3:] if line.strip())
+        raise ScriptError(
+            f"{script.entry_point} exited with code {process.returncode}"
+            + (f": {last}" if last else "")
+        )
+
+
+def _wait(process: subprocess.Popen[bytes], ctx: WorkerContext) -> bool:
+    """Wait for the script; if the controller asks to stop, SIGTERM its process group, then
+    SIGKILL. True when it was stopped."""
+    while True:
+        try:
+            process.wait(timeout=0.1)
+            return False
+        except subprocess.TimeoutExpired:
+            pass
+        if ctx.stop_requested():
+            _signal_group(process, signal.SIGTERM)
+            try:
+                process.wait(timeout=STOP_GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
+                _signal_group(process, signal.SIGKILL)
+                process.wait()
+            return True
+
+
+def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signum)
+
+
+def _die_with_parent() -> None:
+    """In the child: the kernel kills the script if its worker dies (even by SIGKILL)."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _environment(ctx: WorkerContext, script: ScriptSpec, folder: Path) -> dict[str, str]:
+    task = ctx.task
+    rendezvous = task.rendezvous
+    environment = dict(os.environ)
+    environment.update(
+        {
+            # torch.distributed (init_method="env://"), torchrun-style scripts.
+            "RANK": str(ctx.rank),
+            "WORLD_SIZE": str(ctx.world_size),
+            "LOCAL_RANK": str(ctx.rank),
+            "LOCAL_WORLD_SIZE": str(ctx.world_size),
+            "MASTER_ADDR": rendezvous.master_addr,
+            "MASTER_PORT": str(rendezvous.master_port),
+            # TensorFlow's MultiWorkerMirroredStrategy.
+            "TF_CONFIG": json.dumps(
+                {
+                    "cluster": {
+                        "worker": [
+                            f"{rendezvous.master_addr}:{port}" for port in rendezvous.worker_ports
+                        ]
+                    },
+                    "task": {"type": "worker", "index": ctx.rank},
+                }
+            ),
+            REPORT_ENV: "stdout",
+            "SCALETUNE_HYPERPARAMETERS": str(folder / "hyperparameters.json"),
+            # Only rank 0's model folder is published; the others write to a throw-away one.
+            "SCALETUNE_MODEL_DIR": str(task.model_dir if ctx.is_chief else folder / "model"),
+            "SCALETUNE_JOB_ID": task.job_id,
+            "SCALETUNE_SEED": str(task.seed),
+            "PYTHONUNBUFFERED": "1",  # reports and metric lines arrive as printed
+        }
+    )
+    (folder / "model").mkdir()
+    environment.update(_tracker_variables(ctx))
+    for name in task.channels:
+        shard = ctx.channel(name)
+        assert shard is not None
+        channel_folder = folder / "channels" / name
+        channel_folder.mkdir(parents=True)
+        np.save(channel_folder / "features.npy", shard.features)
+        np.save(channel_folder / "labels.npy", shard.labels)
+        environment[f"SCALETUNE_CHANNEL_{name.upper()}"] = str(channel_folder)
+    return environment
+
+
+def _tracker_variables(ctx: WorkerContext) -> dict[str, str]:
+    """XGBoost's collective reads these (xgboost.collective.init(**from the environment))."""
+    tracker = ctx.task.rendezvous.xgboost_tracker
+    if not tracker:
+        return {}
+    return {
+        "DMLC_TRACKER_URI": str(tracker["dmlc_tracker_uri"]),
+        "DMLC_TRACKER_PORT": str(tracker["dmlc_tracker_port"]),
+        "DMLC_TASK_ID": f"{ctx.rank:06d}",  # the tracker ranks workers by this
+        "DMLC_NUM_WORKER": str(ctx.world_size),
+    }
+
+
+def _command(script: ScriptSpec, hyperparameters: dict[str, object], folder: Path) -> list[str]:
+    (folder / "hyperparameters.json").write_text(json.dumps(hyperparameters, indent=2))
+    arguments = []
+    for name, value in hyperparameters.items():
+        text = ",".join(map(str, value)) if isinstance(value, list) else str(value)
+        arguments += [f"--{name}", text.lower() if isinstance(value, bool) else text]
+    if script.entry_point.endswith(".py"):
+        return [sys.executable, script.entry_point, *arguments]
+    return [*shlex.split(script.entry_point), *arguments]
+
+
+def _reader(
+    stream: IO[bytes] | None, sink: IO[str], on_line: Callable[[str], None] | None
+) -> threading.Thread:
+    """Copy the script's output into the worker's log, line by line, handing each on."""
+
+    def copy() -> None:
+        assert stream is not None
+        for raw in iter(stream.readline, b""):
+            line = raw.decode("utf-8", errors="replace")
+            if on_line is not None:
+                on_line(line)
+            sink.write(line)
+            sink.flush()
+        stream.close()
+
+    thread = threading.Thread(target=copy, name="scaletune-script-output", daemon=True)
+    thread.start()
+    return thread
+
+
+class _OutputParser:
+    """Rank 0's stdout: report lines, and lines the metric definitions match."""
+
+    def __init__(self, ctx: WorkerContext, definitions: list[MetricDefinition]) -> None:
+        self._ctx = ctx
+        self._patterns = [(d.name, re.compile(d.regex)) for d in definitions]
+        self._counts: dict[str, int] = collections.Counter()
+
+    def feed(self, line: str) -> None:
+        if line.startswith(REPORT_PREFIX):
+            payload = json.loads(line[len(REPORT_PREFIX) :])
+            self._ctx.report(int(payload["step"]), **payload["metrics"])
+            return
+        for name, pattern in self._patterns:
+            match = pattern.search(line)
+            if match is None:
+                continue
+            groups = match.groupdict()
+            text = groups.get("value") or match.group(1)
+            try:
+                value = float(text)
+            except (TypeError, ValueError):
+                continue
+            self._counts[name] += 1
+            step = int(groups["step"]) if groups.get("step") else self._counts[name]
+            self._ctx.report(step, **{name: value})
