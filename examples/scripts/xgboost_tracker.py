@@ -21,11 +21,15 @@ def main() -> None:
     parser.add_argument("--max_depth", type=int, default=4)
     args = parser.parse_args()
     world = int(os.environ.get("WORLD_SIZE", 1))
-    tracker = {
-        "dmlc_tracker_uri": os.environ["DMLC_TRACKER_URI"],
-        "dmlc_tracker_port": int(os.environ["DMLC_TRACKER_PORT"]),
-        "dmlc_task_id": os.environ["DMLC_TASK_ID"],
-    } if world > 1 else None
+    tracker = (
+        {
+            "dmlc_tracker_uri": os.environ["DMLC_TRACKER_URI"],
+            "dmlc_tracker_port": int(os.environ["DMLC_TRACKER_PORT"]),
+            "dmlc_task_id": os.environ["DMLC_TASK_ID"],
+        }
+        if world > 1
+        else None
+    )
 
     def matrix(channel: str) -> xgb.DMatrix:
         folder = Path(os.environ[f"SCALETUNE_CHANNEL_{channel.upper()}"])
@@ -36,15 +40,27 @@ def main() -> None:
             scaletune.report(epoch + 1, **{"validation:auc": evals_log["validation"]["auc"][-1]})
             return False
 
-    params = {"objective": "binary:logistic", "eval_metric": "auc", "eta": args.eta,
-              "max_depth": args.max_depth, "tree_method": "hist", "nthread": 1}
+    params = {
+        "objective": "binary:logistic",
+        "eval_metric": "auc",
+        "eta": args.eta,
+        "max_depth": args.max_depth,
+        "tree_method": "hist",
+        "nthread": 1,
+    }
     context = collective.CommunicatorContext(**tracker) if tracker else None
     if context is not None:
         context.__enter__()
     try:
         train, valid = matrix("train"), matrix("validation")
-        booster = xgb.train(params, train, args.num_round, evals=[(valid, "validation")],
-                            verbose_eval=False, callbacks=[Report()])
+        booster = xgb.train(
+            params,
+            train,
+            args.num_round,
+            evals=[(valid, "validation")],
+            verbose_eval=False,
+            callbacks=[Report()],
+        )
     finally:
         if context is not None:
             context.__exit__(None, None, None)

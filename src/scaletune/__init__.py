@@ -1,18 +1,61 @@
-"""scaletune: distributed training jobs and automatic model tuning that still converge."""
+"""scaletune: distributed training jobs and automatic model tuning that still converge.
 
-from scaletune.api import Estimator, Session, TrainingJob, Tuner, TuningJob
-from scaletune.errors import InvalidInputError, JobNotFoundError, ScaletuneError, StoreError
+Names are imported on first use, so that a user's training script can `import scaletune`
+for `scaletune.report()` without loading the store, the tuner and their dependencies."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from scaletune.reporting import report
-from scaletune.spec import (
-    CategoricalRange,
-    ChannelSpec,
-    ContinuousRange,
-    IntegerRange,
-    TrainingJobSpec,
-    load_training_spec,
-)
+
+if TYPE_CHECKING:
+    from scaletune.api import Estimator, Session, TrainingJob, Tuner, TuningJob
+    from scaletune.errors import (
+        InvalidInputError,
+        JobNotFoundError,
+        ScaletuneError,
+        StoreError,
+    )
+    from scaletune.spec import (
+        CategoricalRange,
+        ChannelSpec,
+        ContinuousRange,
+        IntegerRange,
+        TrainingJobSpec,
+        load_training_spec,
+    )
 
 __version__ = "0.1.0"
+
+_WHERE = {
+    **dict.fromkeys(("Estimator", "Session", "TrainingJob", "Tuner", "TuningJob"), "api"),
+    **dict.fromkeys(
+        ("InvalidInputError", "JobNotFoundError", "ScaletuneError", "StoreError"), "errors"
+    ),
+    **dict.fromkeys(
+        (
+            "CategoricalRange",
+            "ChannelSpec",
+            "ContinuousRange",
+            "IntegerRange",
+            "TrainingJobSpec",
+            "load_training_spec",
+        ),
+        "spec",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'scaletune' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"scaletune.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CategoricalRange",

@@ -160,7 +160,9 @@ class TrainingController:
             if group is not None:
                 group.release() if clean else group.kill()
             if rendezvous is not None:
-                rendezvous.close(completed=clean)
+                # A stopped job's programs may have been ended mid-collective (a user's
+                # script is killed): waiting for the tracker to see them finish is pointless.
+                rendezvous.close(completed=clean and ending.status is JobStatus.COMPLETED)
             if clean:
                 try:
                     artifact = str(self._publish(job, scratch / "model"))

@@ -130,9 +130,12 @@ def _environment(ctx: WorkerContext, script: ScriptSpec, folder: Path) -> dict[s
             "SCALETUNE_JOB_ID": task.job_id,
             "SCALETUNE_SEED": str(task.seed),
             "PYTHONUNBUFFERED": "1",  # reports and metric lines arrive as printed
+            # Whatever the script leaves in its temp dir goes when the task ends.
+            "TMPDIR": str(folder / "tmp"),
         }
     )
     (folder / "model").mkdir()
+    (folder / "tmp").mkdir()
     environment.update(_tracker_variables(ctx))
     for name in task.channels:
         shard = ctx.channel(name)

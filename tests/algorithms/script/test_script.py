@@ -1,0 +1,234 @@
+"""Users' own scripts as training and tuning jobs: real 2-3 worker groups."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from scaletune.api import Session
+from scaletune.errors import InvalidInputError
+from scaletune.reporting import REPORT_ENV, REPORT_PREFIX, report
+from scaletune.spec import load_training_spec, load_tuning_spec, training_spec_from_dict
+from scaletune.store import JobStatus, TrainingJobRecord
+from scaletune.tuning import TuningController, summarize
+from tests.conftest import wait_until
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+def _run(session: Session, spec: Any) -> TrainingJobRecord:
+    return session.controller.run(session.controller.prepare(spec))
+
+
+def _script_job(tmp_path: Path, source: str, **fields: Any) -> Any:
+    (tmp_path / "job.py").write_text(source)
+    return training_spec_from_dict(
+        {
+            "algorithm": "script",
+            "instance_count": fields.pop("instance_count", 2),
+            "script": {
+                "entry_point": "job.py",
+                "source_dir": str(tmp_path),
+                **fields.pop("script", {}),
+            },
+            **fields,
+        }
+    )
+
+
+def test_a_plain_ddp_script_runs_on_two_workers(session: Session) -> None:
+    record = _run(
+        session, load_training_spec(EXAMPLES / "script-ddp.toml", ["hyperparameters.epochs=2"])
+    )
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    assert list(p.step for p in session.store.metrics(record.id, "validation:accuracy")) == [1, 2]
+    assert record.final_metrics["validation:accuracy"] > 0.8
+    assert (Path(record.artifact or "") / "model.pt").exists()
+
+
+def test_an_xgboost_script_joins_the_tracker_on_three_workers(session: Session) -> None:
+    record = _run(session, load_training_spec(EXAMPLES / "script-xgboost.toml"))
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    assert len(session.store.metrics(record.id, "validation:auc")) == 20
+    assert record.final_metrics["validation:auc"] > 0.9
+    assert (Path(record.artifact or "") / "model.json").exists()
+
+
+def test_printed_metrics_are_read_by_regex_from_rank_0_only(session: Session) -> None:
+    record = _run(session, load_training_spec(EXAMPLES / "script-print.toml"))
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    scores = session.store.metrics(record.id, "validation:score")
+    # Three ranks print the same lines; only rank 0's count, so each step appears once.
+    assert [p.step for p in scores] == list(range(1, 11))
+    losses = session.store.metrics(record.id, "train:loss")
+    assert [p.step for p in losses] == list(range(1, 11))  # no step group: a counter
+
+
+def test_the_environment_and_hyperparameters_reach_the_script(
+    session: Session, tmp_path: Path
+) -> None:
+    spec = _script_job(
+        tmp_path,
+        "import json, os, sys\n"
+        "from pathlib import Path\n"
+        "keys = ['RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'MASTER_ADDR', 'MASTER_PORT', 'TF_CONFIG']\n"
+        "seen = {k: os.environ[k] for k in keys}\n"
+        "seen['argv'] = sys.argv[1:]\n"
+        "seen['json'] = json.loads(Path(os.environ['SCALETUNE_HYPERPARAMETERS']).read_text())\n"
+        "out = Path(os.environ['SCALETUNE_MODEL_DIR'])\n"
+        "(out / f\"seen-{os.environ['RANK']}.json\").write_text(json.dumps(seen))\n",
+        hyperparameters={"eta": 0.1, "layers": ["a", "b"], "deep": True},
+    )
+    record = _run(session, spec)
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    seen = json.loads((Path(record.artifact or "") / "seen-0.json").read_text())
+    assert (seen["RANK"], seen["WORLD_SIZE"], seen["LOCAL_RANK"]) == ("0", "2", "0")
+    assert seen["argv"] == ["--eta", "0.1", "--layers", "a,b", "--deep", "true"]
+    assert seen["json"] == {"eta": 0.1, "layers": ["a", "b"], "deep": True}
+    tf_config = json.loads(seen["TF_CONFIG"])
+    assert tf_config["task"] == {"type": "worker", "index": 0}
+    assert len(tf_config["cluster"]["worker"]) == 2
+    assert not (Path(record.artifact or "") / "seen-1.json").exists()  # only rank 0 publishes
+
+
+def test_a_script_failing_on_one_rank_fails_the_job_with_its_stderr(
+    session: Session, tmp_path: Path
+) -> None:
+    spec = _script_job(
+        tmp_path,
+        "import os, sys, time\n"
+        "if os.environ['RANK'] == '1':\n"
+        "    print('cannot open the data', file=sys.stderr)\n"
+        "    sys.exit(3)\n"
+        "time.sleep(60)\n",
+    )
+    record = _run(session, spec)
+    assert record.status is JobStatus.FAILED
+    assert record.failure_reason == (
+        "worker 1 failed: ScriptError: job.py exited with code 3: cannot open the data"
+    )
+
+
+def test_a_regex_that_never_matches_leaves_the_job_without_that_metric(
+    session: Session, tmp_path: Path
+) -> None:
+    spec = _script_job(
+        tmp_path,
+        "print('accuracy: 0.9')\n",
+        script={"metric_definitions": [{"name": "validation:auc", "regex": r"auc=([0-9.]+)"}]},
+    )
+    record = _run(session, spec)
+    assert record.status is JobStatus.COMPLETED
+    assert record.final_metrics == {}
+
+
+def test_a_nan_objective_is_dropped_and_logged(session: Session, tmp_path: Path) -> None:
+    spec = _script_job(
+        tmp_path,
+        "import scaletune\n"
+        "scaletune.report(1, **{'validation:score': 0.5})\n"
+        "scaletune.report(2, **{'validation:score': float('nan')})\n",
+    )
+    record = _run(session, spec)
+    assert record.status is JobStatus.COMPLETED
+    assert [p.step for p in session.store.metrics(record.id, "validation:score")] == [1]
+    log = Path(record.log_dir or "") / "worker-0.log"
+    assert "dropped non-finite metric validation:score=nan at step 2" in log.read_text()
+
+
+def test_a_stop_ends_the_script_and_its_children(session: Session, tmp_path: Path) -> None:
+    spec = _script_job(
+        tmp_path,
+        "import subprocess, sys, time, scaletune\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+        "print('child', child.pid, flush=True)\n"
+        "scaletune.report(1, **{'validation:score': 0.1})\n"
+        "time.sleep(600)\n",
+    )
+    job = session.controller.prepare(spec)
+    from scaletune.training import Stopper
+
+    stopper = Stopper()
+    import threading
+
+    finished: list[TrainingJobRecord] = []
+    thread = threading.Thread(target=lambda: finished.append(session.controller.run(job, stopper)))
+    thread.start()
+    wait_until(lambda: len(session.store.metrics(job.id)) > 0, timeout=60)
+    log = job.paths.log_path(0)
+    child = int(
+        next(line for line in log.read_text().splitlines() if line.startswith("child")).split()[1]
+    )
+    stopper.request()
+    thread.join(60)
+    assert finished[0].status is JobStatus.STOPPED
+    wait_until(
+        lambda: (
+            not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+        ),
+        timeout=10,
+    )
+
+
+@pytest.mark.parametrize(
+    ("script", "message"),
+    [
+        ({"entry_point": "missing.py"}, "missing.py' does not exist"),
+        (
+            {"entry_point": "job.py", "metric_definitions": [{"name": "m", "regex": "(unclosed"}]},
+            "does not compile",
+        ),
+        (
+            {"entry_point": "job.py", "metric_definitions": [{"name": "m", "regex": "no group"}]},
+            "needs a group around the value",
+        ),
+    ],
+)
+def test_bad_scripts_are_refused_before_anything_starts(
+    tmp_path: Path, script: dict[str, Any], message: str
+) -> None:
+    (tmp_path / "job.py").write_text("pass\n")
+    with pytest.raises(InvalidInputError, match=message):
+        training_spec_from_dict(
+            {"algorithm": "script", "script": {**script, "source_dir": str(tmp_path)}}
+        )
+
+
+def test_report_is_a_no_op_outside_scaletune(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(REPORT_ENV, raising=False)
+    report(1, loss=0.5)
+    assert capsys.readouterr().out == ""
+    monkeypatch.setenv(REPORT_ENV, "stdout")
+    report(2, loss=0.25)
+    line = capsys.readouterr().out
+    assert line.startswith(REPORT_PREFIX)
+    assert json.loads(line[len(REPORT_PREFIX) :]) == {"step": 2, "metrics": {"loss": 0.25}}
+
+
+@pytest.mark.parametrize(
+    ("example", "overrides"),
+    [
+        ("tuning-script-print.toml", ["max_jobs=6"]),
+        ("tuning-script-ddp.toml", ["max_jobs=3"]),
+        ("tuning-script-xgboost.toml", ["max_jobs=4"]),
+    ],
+)
+def test_each_example_tunes_with_hyperband(
+    session: Session, example: str, overrides: list[str]
+) -> None:
+    spec = load_tuning_spec(EXAMPLES / example, overrides)
+    controller = TuningController(session.controller)
+    tuning_id = controller.create(spec)
+    controller.run(tuning_id, spec)
+    summary = summarize(session.store, tuning_id)
+    assert summary.record.status.value == "Completed"
+    assert summary.job_counts["Failed"] == 0
+    assert summary.record.best_objective is not None
+    if example == "tuning-script-print.toml":  # slow enough per epoch to be stopped early
+        assert summary.job_counts["Stopped"] >= 1
