@@ -73,7 +73,10 @@ def test_relative_paths_are_relative_to_the_job_file(tmp_path: Path) -> None:
             ["instance_count=0"],
             "instance_count: Input should be greater than or equal to 1 (got 0)",
         ),
-        (["algorithm=lightgbm"], "algorithm: Input should be 'xgboost' or 'dnn' (got 'lightgbm')"),
+        (
+            ["algorithm=lightgbm"],
+            "algorithm: Input should be 'xgboost', 'dnn' or 'script' (got 'lightgbm')",
+        ),
         (["hyperparameters.eta=2"], "hyperparameters.eta: Input should be less than or equal to 1"),
         (
             ["hyperparameters.tree_method=exact", "instance_count=3"],
@@ -107,8 +110,13 @@ def test_missing_train_channel(tmp_path: Path) -> None:
 
 
 def test_missing_algorithm_and_channels(tmp_path: Path) -> None:
-    with pytest.raises(InvalidInputError, match="missing key 'algorithm'; missing key 'channels'"):
+    with pytest.raises(InvalidInputError, match="missing key 'algorithm'"):
         load_training_spec(_write(tmp_path, "instance_count = 1\n"))
+    # Built-in algorithms need training data; a user's script may read its own.
+    with pytest.raises(InvalidInputError, match="channels: missing channel 'train'"):
+        load_training_spec(_write(tmp_path, 'algorithm = "xgboost"\n'))
+    with pytest.raises(InvalidInputError, match="needs a \\[script\\] table"):
+        load_training_spec(_write(tmp_path, 'algorithm = "script"\n'))
 
 
 def test_unreadable_job_files(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from scaletune.store import (
     JobStatus,
     MetricPoint,
     NewTrainingJob,
+    RejectedMetric,
     Store,
     resolve_store,
 )
@@ -219,6 +220,7 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
         for column in ("tuning_job_id", "trial_number", "objective", "resource"):
             conn.execute(text(f"ALTER TABLE training_jobs DROP COLUMN {column}"))
         conn.execute(text("DROP TABLE tuning_jobs"))
+        conn.execute(text("DROP TABLE rejected_metrics"))
         conn.execute(update(meta).where(meta.c.key == "schema_version").values(value="1"))
     engine.dispose()
     with Store(url) as store:
@@ -229,3 +231,12 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
         store.set_trial_result("old-job", 0.5, 3)
         assert store.get_training_job("old-job").objective == 0.5
         assert store.list_tuning_jobs() == []
+        assert store.rejected("old-job") == []  # and what version 3 added
+
+
+def test_rejected_values_are_kept_apart_from_metrics(store_url: str) -> None:
+    with Store(store_url) as store:
+        store.create_training_job(_new("job-1"))
+        store.append_rejected("job-1", [RejectedMetric("validation:auc", 2, "nan", 10.0)])
+        assert store.rejected("job-1") == [RejectedMetric("validation:auc", 2, "nan", 10.0)]
+        assert store.metrics("job-1") == []

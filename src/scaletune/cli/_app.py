@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import sys
 import time
@@ -18,7 +19,7 @@ from scaletune.cli._render import job_summary, jobs_table, print_json, progress
 from scaletune.cli._tuning import tune, tuning_app
 from scaletune.errors import InvalidInputError, ScaletuneError, StoreError
 from scaletune.spec import TrainingJobSpec, load_training_spec
-from scaletune.store import JobStatus, TrainingJobRecord
+from scaletune.store import JobStatus, RejectedMetric, TrainingJobRecord
 from scaletune.training import JobPaths, reconcile_orphan
 
 app = typer.Typer(
@@ -101,7 +102,8 @@ def jobs_show(job_id: str, json_output: JsonOption = False, store: StoreOption =
         record = reconcile_orphan(
             session.store, session.store.get_training_job(job_id), time.time()
         )
-    _show(record, json_output)
+        rejected = session.store.rejected(job_id)
+    _show(record, json_output, rejected)
 
 
 @jobs_app.command("logs")
@@ -153,18 +155,25 @@ def _run_job(spec: TrainingJobSpec, store: str | None, json_output: bool) -> Non
                 )
         except KeyboardInterrupt:
             record = session.store.get_training_job(job.id)
-            _show(record, json_output)
+            _show(record, json_output, session.store.rejected(job.id))
             raise typer.Exit(130) from None
-    _show(record, json_output)
+        rejected = session.store.rejected(job.id)
+    _show(record, json_output, rejected)
     if record.status is not JobStatus.COMPLETED:
         raise typer.Exit(1)
 
 
-def _show(record: TrainingJobRecord, json_output: bool) -> None:
+def _show(
+    record: TrainingJobRecord, json_output: bool, rejected: list[RejectedMetric] | None = None
+) -> None:
+    rejected = rejected or []
     if json_output:
-        print_json(record.to_json_dict())
+        print_json(
+            record.to_json_dict()
+            | {"rejected_metrics": [dataclasses.asdict(item) for item in rejected]}
+        )
     else:
-        job_summary(out, record)
+        job_summary(out, record, rejected)
 
 
 def _terminate_as_interrupt(signum: int, frame: FrameType | None) -> NoReturn:

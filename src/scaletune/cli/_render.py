@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from scaletune.diagnostics import critical_batch_advice
-from scaletune.store import JobStatus, TrainingJobRecord
+from scaletune.store import JobStatus, RejectedMetric, TrainingJobRecord
 from scaletune.worker import Report
 
 _STATUS_STYLE = {
@@ -32,7 +32,9 @@ def progress(report: Report) -> str:
     return f"step {report.step}  {metrics}"
 
 
-def job_summary(console: Console, record: TrainingJobRecord) -> None:
+def job_summary(
+    console: Console, record: TrainingJobRecord, rejected: list[RejectedMetric] | None = None
+) -> None:
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold", no_wrap=True)
     table.add_column(overflow="fold")  # paths are never cut short
@@ -48,6 +50,10 @@ def job_summary(console: Console, record: TrainingJobRecord) -> None:
         table.add_row("billable", f"{record.billable_seconds:.2f} worker-seconds")
     for name, value in sorted(record.final_metrics.items()):
         table.add_row(name, f"{value:.6g}")
+    if rejected:
+        shown = ", ".join(f"{r.name}={r.value} at step {r.step}" for r in rejected[:5])
+        more = f" and {len(rejected) - 5} more" if len(rejected) > 5 else ""
+        table.add_row("rejected", f"{shown}{more} (not finite: not recorded)")
     advice = critical_batch_advice(record.final_metrics, record.hyperparameters)
     if advice is not None:
         table.add_row("diagnosis", advice)

@@ -7,6 +7,7 @@ from scaletune.store._records import (
     MetricPoint,
     NewTrainingJob,
     NewTuningJob,
+    RejectedMetric,
     TrainingJobRecord,
     TuningJobRecord,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "MetricPoint",
     "NewTrainingJob",
     "NewTuningJob",
+    "RejectedMetric",
     "Store",
     "StoreLocation",
     "TrainingJobRecord",

@@ -135,5 +135,15 @@ class MetricPoint:
     time: float
 
 
+@dataclass(frozen=True)
+class RejectedMetric:
+    """A reported value that was not recorded because it is not a finite number."""
+
+    name: str
+    step: int
+    value: str
+    time: float
+
+
 def _iso(stamp: float | None) -> str | None:
     return None if stamp is None else datetime.fromtimestamp(stamp, UTC).isoformat()

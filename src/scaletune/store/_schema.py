@@ -16,7 +16,7 @@ from sqlalchemy import (
     Text,
 )
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 metadata = MetaData()
 
@@ -96,4 +96,20 @@ metric_points = Table(
     Column("value", Float, nullable=False),
     Column("time", Float, nullable=False),
     Index("ix_metric_points_job_name_step", "job_id", "name", "step"),
+)
+
+# Version 3: reports a worker refused to record (a NaN or infinite value), kept so that a
+# job's page says why a metric has a gap.
+rejected_metrics = Table(
+    "rejected_metrics",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column(
+        "job_id", String(96), ForeignKey("training_jobs.id", ondelete="CASCADE"), nullable=False
+    ),
+    Column("name", String(128), nullable=False),
+    Column("step", Integer, nullable=False),
+    Column("value", String(32), nullable=False),  # as text: 'nan', 'inf', '-inf'
+    Column("time", Float, nullable=False),
+    Index("ix_rejected_metrics_job", "job_id"),
 )

@@ -17,6 +17,7 @@ from scaletune.store._records import (
     MetricPoint,
     NewTrainingJob,
     NewTuningJob,
+    RejectedMetric,
     TrainingJobRecord,
     TuningJobRecord,
 )
@@ -26,6 +27,7 @@ from scaletune.store._schema import (
     meta,
     metadata,
     metric_points,
+    rejected_metrics,
     training_jobs,
     tuning_jobs,
 )
@@ -266,6 +268,38 @@ class Store:
                 ],
             )
 
+    def append_rejected(self, job_id: str, rejected: Sequence[RejectedMetric]) -> None:
+        if not rejected:
+            return
+        with self._engine.begin() as conn:
+            conn.execute(
+                insert(rejected_metrics),
+                [
+                    {
+                        "job_id": job_id,
+                        "name": r.name,
+                        "step": r.step,
+                        "value": r.value,
+                        "time": r.time,
+                    }
+                    for r in rejected
+                ],
+            )
+
+    def rejected(self, job_id: str) -> list[RejectedMetric]:
+        query = (
+            select(
+                rejected_metrics.c.name,
+                rejected_metrics.c.step,
+                rejected_metrics.c.value,
+                rejected_metrics.c.time,
+            )
+            .where(rejected_metrics.c.job_id == job_id)
+            .order_by(rejected_metrics.c.time, rejected_metrics.c.id)
+        )
+        with self._engine.connect() as conn:
+            return [RejectedMetric(*row) for row in conn.execute(query)]
+
     def metrics(self, job_id: str, name: str | None = None) -> list[MetricPoint]:
         query = (
             select(
@@ -308,6 +342,10 @@ class Store:
                     index.create(conn, checkfirst=True)
                 conn.execute(update(meta).where(meta.c.key == "schema_version").values(value="2"))
                 version = "2"
+            if version == "2":  # version 3 brought the rejected_metrics table
+                metadata.create_all(conn)
+                conn.execute(update(meta).where(meta.c.key == "schema_version").values(value="3"))
+                version = "3"
         if version != str(SCHEMA_VERSION):
             raise StoreError(
                 f"store {_safe(self.url)!r} has schema version {version}; this scaletune "

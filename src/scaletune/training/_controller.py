@@ -22,6 +22,7 @@ from scaletune.store import (
     JobStatus,
     MetricPoint,
     NewTrainingJob,
+    RejectedMetric,
     Store,
     TrainingJobRecord,
 )
@@ -250,6 +251,14 @@ class TrainingController:
                     for name, value in event.metrics.items():
                         pending.append(MetricPoint(name, event.step, value, event.time))
                         final_metrics[name] = value
+                    if event.rejected:  # rare: written at once
+                        self.store.append_rejected(
+                            job.id,
+                            [
+                                RejectedMetric(name, event.step, text, event.time)
+                                for name, text in event.rejected.items()
+                            ],
+                        )
                     on_report(event)
                 elif isinstance(event, Finished):
                     finished.add(event.rank)

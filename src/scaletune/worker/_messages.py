@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -16,6 +16,7 @@ class Report:
     step: int
     metrics: dict[str, float]
     time: float
+    rejected: dict[str, str] = field(default_factory=dict)  # non-finite values, as text
 
 
 @dataclass(frozen=True)

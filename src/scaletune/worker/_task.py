@@ -102,10 +102,13 @@ class WorkerContext:
         if not self.is_chief:
             return
         finite = {name: float(value) for name, value in metrics.items() if math.isfinite(value)}
-        for name in metrics.keys() - finite.keys():
+        rejected = {name: str(float(metrics[name])) for name in metrics.keys() - finite.keys()}
+        for name, text in rejected.items():
             print(
-                f"scaletune: dropped non-finite metric {name}={metrics[name]} at step {step}",
+                f"scaletune: dropped non-finite metric {name}={text} at step {step}",
                 file=sys.stderr,
                 flush=True,
             )
-        self._send(Report(self.rank, step, finite, time.time()))
+        # Rejected values are recorded as such, never as metric points: a NaN objective must
+        # not reach a tuner's comparisons.
+        self._send(Report(self.rank, step, finite, time.time(), rejected))

@@ -15,6 +15,7 @@ from scaletune.reporting import REPORT_ENV, REPORT_PREFIX, report
 from scaletune.spec import load_training_spec, load_tuning_spec, training_spec_from_dict
 from scaletune.store import JobStatus, TrainingJobRecord
 from scaletune.tuning import TuningController, summarize
+from tests.cli.test_cli import _cli
 from tests.conftest import wait_until
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -126,7 +127,9 @@ def test_a_regex_that_never_matches_leaves_the_job_without_that_metric(
     assert record.final_metrics == {}
 
 
-def test_a_nan_objective_is_dropped_and_logged(session: Session, tmp_path: Path) -> None:
+def test_a_nan_objective_is_rejected_recorded_and_the_job_goes_on(
+    session: Session, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     spec = _script_job(
         tmp_path,
         "import scaletune\n"
@@ -136,8 +139,23 @@ def test_a_nan_objective_is_dropped_and_logged(session: Session, tmp_path: Path)
     record = _run(session, spec)
     assert record.status is JobStatus.COMPLETED
     assert [p.step for p in session.store.metrics(record.id, "validation:score")] == [1]
+    assert [(r.name, r.step, r.value) for r in session.store.rejected(record.id)] == [
+        ("validation:score", 2, "nan")
+    ]
     log = Path(record.log_dir or "") / "worker-0.log"
     assert "dropped non-finite metric validation:score=nan at step 2" in log.read_text()
+    code, out, _ = _cli(capsys, "jobs", "show", record.id, "--json")
+    assert code == 0
+    assert json.loads(out)["rejected_metrics"] == [
+        {
+            "name": "validation:score",
+            "step": 2,
+            "value": "nan",
+            "time": pytest.approx(session.store.rejected(record.id)[0].time),
+        }
+    ]
+    code, out, _ = _cli(capsys, "jobs", "show", record.id)
+    assert "validation:score=nan at step 2 (not finite: not recorded)" in " ".join(out.split())
 
 
 def test_a_stop_ends_the_script_and_its_children(session: Session, tmp_path: Path) -> None:
