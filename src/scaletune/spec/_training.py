@@ -133,6 +133,9 @@ class ScriptSpec(_Frozen):
     xgboost_tracker: bool = Field(
         default=False, description="start XGBoost's tracker and pass its DMLC_* variables"
     )
+    metrics_rank: int = Field(
+        default=0, ge=0, description="the rank whose reports and output lines count"
+    )
 
     @model_validator(mode="after")
     def _entry_exists(self) -> ScriptSpec:
@@ -172,6 +175,11 @@ class TrainingJobSpec(_Frozen):
         # A user's script may read its data itself; built-in algorithms need a train channel.
         if self.algorithm is not AlgorithmName.SCRIPT and ChannelName.TRAIN not in self.channels:
             raise ValueError("channels: missing channel 'train'")
+        if self.script is not None and self.script.metrics_rank >= self.instance_count:
+            raise ValueError(
+                f"script.metrics_rank={self.script.metrics_rank} but instance_count="
+                f"{self.instance_count}: ranks are 0 to {self.instance_count - 1}"
+            )
         if (self.algorithm is AlgorithmName.SCRIPT) != (self.script is not None):
             raise ValueError(
                 "algorithm 'script' needs a [script] table with entry_point"

@@ -221,6 +221,7 @@ class TrainingController:
                 stop_file=scratch / STOP_FILE,
                 distribution=job.spec.distribution,
                 script=job.spec.script,
+                reporting_rank=job.spec.script.metrics_rank if job.spec.script else 0,
             )
             for rank in range(world_size)
         ]

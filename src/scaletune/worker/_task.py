@@ -62,6 +62,7 @@ class WorkerTask:
     stop_file: Path | None = None
     distribution: DistributionSpec = field(default_factory=DistributionSpec)
     script: ScriptSpec | None = None  # algorithm "script": what to launch
+    reporting_rank: int = 0  # whose reports count (one rank's only: the others would repeat)
 
 
 class WorkerContext:
@@ -98,8 +99,9 @@ class WorkerContext:
         return None if shard is None else shard.read(self.rank, self.world_size)
 
     def report(self, step: int, **metrics: float) -> None:
-        """Send metrics for `step`; only rank 0's reports count (others would duplicate them)."""
-        if not self.is_chief:
+        """Send metrics for `step`; only one rank's reports count (rank 0's unless the job
+        names another), since the others would repeat them."""
+        if self.rank != self.task.reporting_rank:
             return
         finite = {name: float(value) for name, value in metrics.items() if math.isfinite(value)}
         rejected = {name: str(float(metrics[name])) for name in metrics.keys() - finite.keys()}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -250,3 +251,36 @@ def test_each_example_tunes_with_hyperband(
     assert summary.record.best_objective is not None
     if example == "tuning-script-print.toml":  # slow enough per epoch to be stopped early
         assert summary.job_counts["Stopped"] >= 1
+
+
+def test_another_rank_can_be_the_one_that_reports(session: Session, tmp_path: Path) -> None:
+    spec = _script_job(
+        tmp_path,
+        "import os\nprint(f\"rank={os.environ['RANK']}\")\n",
+        instance_count=3,
+        script={"metrics_rank": 2, "metric_definitions": [{"name": "who", "regex": r"rank=(\d+)"}]},
+    )
+    record = _run(session, spec)
+    assert record.final_metrics == {"who": 2.0}
+    with pytest.raises(InvalidInputError, match=r"script\.metrics_rank=3 but instance_count=3"):
+        _script_job(tmp_path, "pass\n", instance_count=3, script={"metrics_rank": 3})
+
+
+def test_a_command_as_entry_point(session: Session, tmp_path: Path) -> None:
+    (tmp_path / "job.py").write_text(
+        "import sys, scaletune\nscaletune.report(1, **{'args': float(len(sys.argv))})\n"
+    )
+    spec = training_spec_from_dict(
+        {
+            "algorithm": "script",
+            "instance_count": 2,
+            "script": {
+                "entry_point": f"{sys.executable} -u job.py --fixed 'a b'",
+                "source_dir": str(tmp_path),
+            },
+            "hyperparameters": {"eta": 0.5},
+        }
+    )
+    record = _run(session, spec)
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    assert record.final_metrics == {"args": 5.0}  # job.py --fixed 'a b' --eta 0.5

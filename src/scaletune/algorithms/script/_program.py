@@ -41,7 +41,8 @@ def run_script(ctx: WorkerContext) -> None:
         folder = Path(scratch)
         environment = _environment(ctx, script, folder)
         command = _command(script, ctx.task.hyperparameters.model_dump(), folder)
-        parser = _OutputParser(ctx, script.metric_definitions) if ctx.is_chief else None
+        reporting = ctx.rank == ctx.task.reporting_rank
+        parser = _OutputParser(ctx, script.metric_definitions) if reporting else None
         process = subprocess.Popen(
             command,
             cwd=script.source_dir,
