@@ -137,11 +137,10 @@ def _resolve_paths(raw: dict[str, Any], base_dir: Path) -> dict[str, Any]:
     if isinstance(script, dict):
         script = dict(script)
         source_dir = script.get("source_dir")
-        script["source_dir"] = (
-            (_absolute(source_dir, base_dir) if isinstance(source_dir, str) else base_dir)
-            if source_dir is None or isinstance(source_dir, str)
-            else source_dir
-        )
+        if source_dir is None:  # the job file's folder, like every other relative path
+            script["source_dir"] = base_dir
+        elif isinstance(source_dir, str):
+            script["source_dir"] = _absolute(source_dir, base_dir)
         raw["script"] = script
     return raw
 
