@@ -407,8 +407,9 @@ def _scaling_note(result: ExperimentResult) -> str:
     ref = result.plan.reference.validation
     if abs(drop) < 0.005:
         verdict = (
-            f"Here {result.workers} workers do not lose {result.plan.metric_label} "
-            f"(change {round(many - one, 4) + 0.0:+.4f}); the reference lost {ref[0] - ref[1]:.2f}."
+            f"Here {result.workers} workers keep validation {result.plan.metric_label} within "
+            f"0.005 of 1 worker (change {round(many - one, 4) + 0.0:+.4f}); the reference lost "
+            f"{ref[0] - ref[1]:.2f}."
         )
     else:
         verdict = (
