@@ -195,6 +195,7 @@ class TrainingController:
             name.value: ChannelShard(
                 TableFiles.write(table, scratch / "data" / name.value),
                 sharded=job.spec.sharding(name) is ShardingMode.SHARDED,
+                source=job.spec.channels[name].path or job.spec.channels[name].dataset_file,
             )
             for name, table in job.data.tables.items()
         }

@@ -30,15 +30,19 @@ class Rendezvous:
 class ChannelShard:
     files: TableFiles
     sharded: bool
+    source: Path | None = None  # the file or folder the channel was read from, if any
 
     def n_rows(self) -> int:
         """Rows of the whole channel, not of one worker's shard."""
         return self.files.n_rows()
 
-    def read(self, rank: int, world_size: int) -> Table:
+    def bounds(self, rank: int, world_size: int) -> tuple[int, int]:
+        """This worker's rows of the whole channel: [start, stop)."""
         n_rows = self.files.n_rows()
-        start, stop = shard_bounds(n_rows, world_size, rank) if self.sharded else (0, n_rows)
-        return self.files.read_rows(start, stop)
+        return shard_bounds(n_rows, world_size, rank) if self.sharded else (0, n_rows)
+
+    def read(self, rank: int, world_size: int) -> Table:
+        return self.files.read_rows(*self.bounds(rank, world_size))
 
 
 # A worker program is a module-level function, so it pickles by reference.

@@ -284,3 +284,35 @@ def test_a_command_as_entry_point(session: Session, tmp_path: Path) -> None:
     record = _run(session, spec)
     assert record.status is JobStatus.COMPLETED, record.failure_reason
     assert record.final_metrics == {"args": 5.0}  # job.py --fixed 'a b' --eta 0.5
+
+
+def test_each_worker_gets_its_shard_and_the_channel_source(
+    session: Session, tmp_path: Path
+) -> None:
+    data = tmp_path / "train.csv"
+    data.write_text("".join(f"{i % 2},{i}.5\n" for i in range(7)))
+    spec = _script_job(
+        tmp_path,
+        "import json, os\n"
+        "import numpy as np\n"
+        "from pathlib import Path\n"
+        "folder = Path(os.environ['SCALETUNE_CHANNEL_TRAIN'])\n"
+        "seen = {key: os.environ[key] for key in ('SCALETUNE_CHANNEL_TRAIN_ROWS',\n"
+        "        'SCALETUNE_CHANNEL_TRAIN_SOURCE', 'SCALETUNE_SHARD_INDEX',\n"
+        "        'SCALETUNE_SHARD_COUNT')}\n"
+        "seen['features'] = np.load(folder / 'features.npy').ravel().tolist()\n"
+        "out = Path(os.environ['SCALETUNE_MODEL_DIR'])\n"
+        "(out / 'seen.json').write_text(json.dumps(seen))\n",
+        instance_count=3,
+        channels={"train": {"path": str(data)}},
+    )
+    record = _run(session, spec)
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    seen = json.loads((Path(record.artifact or "") / "seen.json").read_text())
+    assert seen == {
+        "SCALETUNE_CHANNEL_TRAIN_ROWS": "0:3",  # rank 0 of 3: rows 0, 1, 2 of 7
+        "SCALETUNE_CHANNEL_TRAIN_SOURCE": str(data),
+        "SCALETUNE_SHARD_INDEX": "0",
+        "SCALETUNE_SHARD_COUNT": "3",
+        "features": [0.5, 1.5, 2.5],
+    }

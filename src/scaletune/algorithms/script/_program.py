@@ -138,14 +138,20 @@ def _environment(ctx: WorkerContext, script: ScriptSpec, folder: Path) -> dict[s
     (folder / "model").mkdir()
     (folder / "tmp").mkdir()
     environment.update(_tracker_variables(ctx))
-    for name in task.channels:
-        shard = ctx.channel(name)
-        assert shard is not None
+    environment["SCALETUNE_SHARD_INDEX"] = str(ctx.rank)
+    environment["SCALETUNE_SHARD_COUNT"] = str(ctx.world_size)
+    for name, channel in task.channels.items():
+        key = f"SCALETUNE_CHANNEL_{name.upper()}"
+        shard = channel.read(ctx.rank, ctx.world_size)
         channel_folder = folder / "channels" / name
         channel_folder.mkdir(parents=True)
         np.save(channel_folder / "features.npy", shard.features)
         np.save(channel_folder / "labels.npy", shard.labels)
-        environment[f"SCALETUNE_CHANNEL_{name.upper()}"] = str(channel_folder)
+        environment[key] = str(channel_folder)  # this worker's rows, ready to load
+        start, stop = channel.bounds(ctx.rank, ctx.world_size)
+        environment[f"{key}_ROWS"] = f"{start}:{stop}"  # of the whole channel
+        if channel.source is not None:  # for scripts that read the original files themselves
+            environment[f"{key}_SOURCE"] = str(channel.source)
     return environment
 
 
