@@ -37,6 +37,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.tuning_reference --searcher Random
 	$(BIN)/python -m benchmarks.dnn_modes --epochs 5
 	$(BIN)/python -m benchmarks.dnn_overhead
+	$(BIN)/python -m benchmarks.script_overhead
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

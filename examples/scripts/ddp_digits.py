@@ -62,6 +62,9 @@ def main() -> None:
         out = Path(os.environ.get("SCALETUNE_MODEL_DIR", "."))
         torch.save(model.state_dict(), out / "model.pt")
     if world > 1:
+        # Every rank reaches the end before the group goes: a rank that tears down while a
+        # peer's last all-reduce is still in flight makes that peer abort.
+        dist.barrier()
         dist.destroy_process_group()
 
 
