@@ -234,7 +234,7 @@ def test_report_is_a_no_op_outside_scaletune(
     ("example", "overrides"),
     [
         ("tuning-script-print.toml", ["max_jobs=6"]),
-        ("tuning-script-ddp.toml", ["max_jobs=3"]),
+        ("tuning-script-ddp.toml", ["max_jobs=5"]),
         ("tuning-script-xgboost.toml", ["max_jobs=4"]),
     ],
 )
@@ -249,8 +249,9 @@ def test_each_example_tunes_with_hyperband(
     assert summary.record.status.value == "Completed"
     assert summary.job_counts["Failed"] == 0
     assert summary.record.best_objective is not None
-    if example == "tuning-script-print.toml":  # slow enough per epoch to be stopped early
-        assert summary.job_counts["Stopped"] >= 1
+    # Trials and their values are seeded; each example runs long enough per step for a
+    # verdict to land before the trial ends.
+    assert summary.job_counts["Stopped"] >= 1
 
 
 def test_another_rank_can_be_the_one_that_reports(session: Session, tmp_path: Path) -> None:
