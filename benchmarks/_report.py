@@ -8,6 +8,7 @@ import platform
 import statistics
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
@@ -42,6 +43,46 @@ def summary(samples: Sequence[float]) -> dict[str, float]:
         "max": ordered[-1],
         "n": len(ordered),
     }
+
+
+def spread(stats: dict[str, float], scale: float = 1.0, digits: int = 2) -> str:
+    """'median (min-max)' of a summary, scaled (1000 for milliseconds)."""
+    return (
+        f"{stats['median'] * scale:.{digits}f} "
+        f"({stats['min'] * scale:.{digits}f}–{stats['max'] * scale:.{digits}f})"
+    )
+
+
+@dataclass(frozen=True)
+class Paired:
+    """scaletune against a baseline, measured in alternating runs: the ratio of the medians,
+    and the ratio within each back-to-back pair (how far noise alone moves it)."""
+
+    plain: dict[str, float]
+    ours: dict[str, float]
+    ratio: float
+    pairs: dict[str, float]
+
+    @classmethod
+    def of(cls, plain: Sequence[float], ours: Sequence[float]) -> Paired:
+        a, b = summary(plain), summary(ours)
+        pairs = summary([o / p for o, p in zip(ours, plain, strict=True)])
+        return cls(a, b, b["median"] / a["median"], pairs)
+
+    def results(self) -> dict[str, Any]:
+        return {
+            "stats_seconds": {"plain": self.plain, "scaletune": self.ours},
+            "ratio_of_medians": self.ratio,
+            "paired_ratios": self.pairs,
+        }
+
+    def pairs_row(self, width: int) -> list[str]:
+        """The table's last row: the paired ratios, in the last of `width` columns."""
+        return [
+            "ratio within each back-to-back pair",
+            *[""] * (width - 2),
+            f"median {self.pairs['median']:.3f} ({self.pairs['min']:.3f}–{self.pairs['max']:.3f})",
+        ]
 
 
 def write(

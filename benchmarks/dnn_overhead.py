@@ -19,7 +19,7 @@ import numpy as np
 
 from benchmarks._baseline import save_splits
 from benchmarks._plain_ddp import run_plain
-from benchmarks._report import MNIST_FOLDER, summary, write
+from benchmarks._report import MNIST_FOLDER, Paired, spread, write
 from scaletune.api import Estimator, Session
 from scaletune.cluster import free_port
 from scaletune.data import prepare_mnist
@@ -65,38 +65,25 @@ def main() -> None:
                 curve = job.metrics("validation:accuracy")
                 ours_epochs.append(_epoch_seconds([t.timestamp() for t in curve["time"]]))
                 ours_accuracy.append(float(curve["value"].iloc[-1]))
-    plain, ours = summary(plain_epochs), summary(ours_epochs)
-    ratio = ours["median"] / plain["median"]
-    pairs = summary([o / p for o, p in zip(ours_epochs, plain_epochs, strict=True)])
-
-    def seconds(stats: dict[str, float]) -> str:
-        return f"{stats['median']:.2f} ({stats['min']:.2f}–{stats['max']:.2f})"
-
+    compared = Paired.of(plain_epochs, ours_epochs)
     write(
         "dnn_overhead",
         f"scaletune vs plain PyTorch DDP: {args.workers}-worker epoch time on MNIST",
         {
             "epoch_seconds": {"plain": plain_epochs, "scaletune": ours_epochs},
-            "stats_seconds": {"plain": plain, "scaletune": ours},
-            "ratio_of_medians": ratio,
-            "paired_ratios": pairs,
+            **compared.results(),
             "validation_accuracy": {"plain": plain_accuracy, "scaletune": ours_accuracy},
         },
         [
             ["runner", "s per epoch: median (min–max)", "final validation accuracy", "ratio"],
-            ["plain DDP script", seconds(plain), f"{plain_accuracy[0]:.4f}", "1.00"],
+            ["plain DDP script", spread(compared.plain), f"{plain_accuracy[0]:.4f}", "1.00"],
             [
                 f"scaletune train ({args.workers} workers)",
-                seconds(ours),
+                spread(compared.ours),
                 f"{ours_accuracy[0]:.4f}",
-                f"{ratio:.3f}",
+                f"{compared.ratio:.3f}",
             ],
-            [
-                "ratio within each back-to-back pair",
-                "",
-                "",
-                f"median {pairs['median']:.3f} ({pairs['min']:.3f}–{pairs['max']:.3f})",
-            ],
+            compared.pairs_row(4),
         ],
         f"""
 {args.repeats} runs each, alternating; {args.epochs} epochs a run, {args.workers} workers on

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks._report import summary, write
+from benchmarks._report import spread, summary, write
 from scaletune.api import Session
 from scaletune.cluster import free_port
 from scaletune.spec import load_training_spec
@@ -84,14 +84,7 @@ def main() -> None:
                 "scaletune_seconds": ours,
                 "ratio_of_medians": b["median"] / a["median"],
             }
-            rows.append(
-                [
-                    label,
-                    f"{a['median']:.2f} ({a['min']:.2f}–{a['max']:.2f})",
-                    f"{b['median']:.2f} ({b['min']:.2f}–{b['max']:.2f})",
-                    f"{b['median'] / a['median']:.3f}",
-                ]
-            )
+            rows.append([label, spread(a), spread(b), f"{b['median'] / a['median']:.3f}"])
             print(rows[-1], flush=True)
     write(
         "script_overhead",

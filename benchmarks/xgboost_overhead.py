@@ -18,7 +18,7 @@ import numpy as np
 from benchmarks._baseline import save_splits
 from benchmarks._plain_xgboost import run_plain
 from benchmarks._report import BANK_MARKETING_FILE as BANK
-from benchmarks._report import summary, write
+from benchmarks._report import Paired, spread, write
 from scaletune.algorithms.xgboost import REFERENCE_HYPERPARAMETERS as HYPERPARAMETERS
 from scaletune.algorithms.xgboost import XGBoostHyperparameters
 from scaletune.api import Estimator, Session
@@ -59,34 +59,30 @@ def main() -> None:
                 stamps = [t.timestamp() for t in curve["time"]]
                 ours_steps.append(_step_seconds(stamps))
                 ours_auc.append(float(curve["value"].iloc[-1]))
-    plain, ours = summary(plain_steps), summary(ours_steps)
-    ratio = ours["median"] / plain["median"]
-    # Each repeat runs both back to back: the pair's ratio shows how far noise alone moves it.
-    pairs = summary([o / p for o, p in zip(ours_steps, plain_steps, strict=True)])
-
-    def ms(stats: dict[str, float]) -> str:
-        return f"{stats['median'] * 1000:.2f} ({stats['min'] * 1000:.2f}–{stats['max'] * 1000:.2f})"
-
+    compared = Paired.of(plain_steps, ours_steps)
     write(
         "xgboost_overhead",
         "scaletune vs plain xgboost.collective: 3-worker round time",
         {
             "step_seconds": {"plain": plain_steps, "scaletune": ours_steps},
-            "stats_seconds": {"plain": plain, "scaletune": ours},
-            "ratio_of_medians": ratio,
-            "paired_ratios": pairs,
+            **compared.results(),
             "validation_auc": {"plain": plain_auc, "scaletune": ours_auc},
         },
         [
             ["runner", "ms per round: median (min–max)", "final validation AUC", "ratio"],
-            ["plain xgboost.collective script", ms(plain), f"{plain_auc[0]:.4f}", "1.00"],
-            ["scaletune train (3 workers)", ms(ours), f"{ours_auc[0]:.4f}", f"{ratio:.3f}"],
             [
-                "ratio within each back-to-back pair",
-                "",
-                "",
-                f"median {pairs['median']:.3f} ({pairs['min']:.3f}–{pairs['max']:.3f})",
+                "plain xgboost.collective script",
+                spread(compared.plain, 1000),
+                f"{plain_auc[0]:.4f}",
+                "1.00",
             ],
+            [
+                "scaletune train (3 workers)",
+                spread(compared.ours, 1000),
+                f"{ours_auc[0]:.4f}",
+                f"{compared.ratio:.3f}",
+            ],
+            compared.pairs_row(4),
         ],
         f"""
 {args.repeats} runs each, alternating, of the reference's bank marketing job ({WORKERS} workers,
