@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
     JSON,
     Boolean,
@@ -84,32 +86,38 @@ tuning_jobs = Table(
     Column("controller_host", String(255)),
 )
 
-metric_points = Table(
+
+def _reported(name: str, value: Column[Any], index: Index) -> Table:
+    """A table of values a job reported, one row per (metric, step); the two that exist
+    differ only in how the value is stored. (A Column belongs to one table: made afresh.)"""
+    return Table(
+        name,
+        metadata,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column(
+            "job_id",
+            String(96),
+            ForeignKey("training_jobs.id", ondelete="CASCADE"),
+            nullable=False,
+        ),
+        Column("name", String(128), nullable=False),
+        Column("step", Integer, nullable=False),
+        value,
+        Column("time", Float, nullable=False),
+        index,
+    )
+
+
+metric_points = _reported(
     "metric_points",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column(
-        "job_id", String(96), ForeignKey("training_jobs.id", ondelete="CASCADE"), nullable=False
-    ),
-    Column("name", String(128), nullable=False),
-    Column("step", Integer, nullable=False),
     Column("value", Float, nullable=False),
-    Column("time", Float, nullable=False),
     Index("ix_metric_points_job_name_step", "job_id", "name", "step"),
 )
 
 # Version 3: reports a worker refused to record (a NaN or infinite value), kept so that a
 # job's page says why a metric has a gap.
-rejected_metrics = Table(
+rejected_metrics = _reported(
     "rejected_metrics",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column(
-        "job_id", String(96), ForeignKey("training_jobs.id", ondelete="CASCADE"), nullable=False
-    ),
-    Column("name", String(128), nullable=False),
-    Column("step", Integer, nullable=False),
     Column("value", String(32), nullable=False),  # as text: 'nan', 'inf', '-inf'
-    Column("time", Float, nullable=False),
     Index("ix_rejected_metrics_job", "job_id"),
 )

@@ -317,3 +317,16 @@ def test_each_worker_gets_its_shard_and_the_channel_source(
         "SCALETUNE_SHARD_COUNT": "3",
         "features": [0.5, 1.5, 2.5],
     }
+
+
+def test_a_line_that_only_looks_like_a_report_is_an_ordinary_line(
+    session: Session, tmp_path: Path
+) -> None:
+    spec = _script_job(
+        tmp_path,
+        "print('@@scaletune-report not json; loss=0.5')\n",
+        script={"metric_definitions": [{"name": "train:loss", "regex": r"loss=([0-9.]+)"}]},
+    )
+    record = _run(session, spec)
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    assert record.final_metrics == {"train:loss": 0.5}

@@ -14,7 +14,7 @@ from ._allreduce import train_allreduce
 from ._common import Examples, Plan, evaluate
 from ._hyperparameters import DNNHyperparameters
 from ._model import ModelConfig, save_model
-from ._parameter_server import train_parameter_server
+from ._ps_training import train_parameter_server
 from ._run import DNNRun
 
 

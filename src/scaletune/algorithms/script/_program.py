@@ -209,9 +209,14 @@ class _OutputParser:
 
     def feed(self, line: str) -> None:
         if line.startswith(REPORT_PREFIX):
-            payload = json.loads(line[len(REPORT_PREFIX) :])
-            self._ctx.report(int(payload["step"]), **payload["metrics"])
-            return
+            try:
+                payload = json.loads(line[len(REPORT_PREFIX) :])
+                step, metrics = int(payload["step"]), dict(payload["metrics"])
+            except (ValueError, KeyError, TypeError):
+                pass  # not a report after all: an ordinary line, for the regexes below
+            else:
+                self._ctx.report(step, **metrics)
+                return
         for name, pattern in self._patterns:
             match = pattern.search(line)
             if match is None:
