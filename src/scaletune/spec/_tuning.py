@@ -74,6 +74,12 @@ class TuningJobSpec(_Frozen):
     ranges: dict[str, ParameterRange] = Field(min_length=1)
     max_jobs: int = Field(ge=1, le=10_000)
     max_parallel_jobs: int = Field(default=1, ge=1)
+    max_runtime_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        description="end the tuning job after this long: running trials are stopped, and its "
+        "status is Stopped",
+    )
     seed: int = Field(default=0, ge=0, le=2**31 - 1)
     target_objective: float | None = None
     max_jobs_without_improvement: int | None = Field(default=None, ge=1)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import queue
 import socket
 import threading
 from collections import Counter
@@ -13,7 +11,7 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from scaletune.clock import Clock, SystemClock
+from scaletune.clock import Clock
 from scaletune.errors import InvalidInputError
 from scaletune.spec import ObjectiveType, TuningJobSpec, describe_validation_error
 from scaletune.spec._tuning import CLUSTER_SIZE
@@ -26,14 +24,9 @@ from scaletune.store import (
     TrainingJobRecord,
     TuningJobRecord,
 )
-from scaletune.training import (
-    PreparedJob,
-    Stopper,
-    TrainingController,
-    process_alive,
-    remove_scratch,
-)
+from scaletune.training import Stopper, TrainingController, process_alive, remove_scratch
 from scaletune.training._ids import new_job_id
+from scaletune.tuning._runners import JobTrialRunner, TrialRunner
 from scaletune.tuning._schedulers import Decision, Scheduler
 from scaletune.tuning._searchers import Searcher, Suggestion
 from scaletune.tuning._strategy import make_scheduler, make_searcher
@@ -57,23 +50,28 @@ class _Trial:
     number: int
     job_id: str
     stopper: Stopper
-    thread: threading.Thread
 
 
 class TuningController:
-    """Runs one tuning job: up to max_parallel_jobs training jobs at once, max_jobs in all."""
+    """Runs one tuning job: up to max_parallel_jobs training jobs at once, max_jobs in all.
+
+    Trials run as real training jobs (given a TrainingController) or through any other
+    TrialRunner, such as the simulated one: the loop, searchers and schedulers are the same.
+    """
 
     def __init__(
         self,
-        controller: TrainingController,
+        trials: TrainingController | TrialRunner,
         *,
         clock: Clock | None = None,
         poll_seconds: float = 0.25,
         on_progress: Callable[[TuningProgress], None] | None = None,
     ) -> None:
-        self.controller = controller
-        self.store: Store = controller.store
-        self.clock = clock or SystemClock()
+        self.runner: TrialRunner = (
+            JobTrialRunner(trials) if isinstance(trials, TrainingController) else trials
+        )
+        self.store: Store = self.runner.store
+        self.clock = clock or self.runner.clock
         self.poll_seconds = poll_seconds
         self.on_progress = on_progress
 
@@ -157,8 +155,8 @@ class _Run:
         self.tuner, self.store, self.spec, self.id = tuner, tuner.store, spec, tuning_id
         self.searcher: Searcher = make_searcher(spec)
         self.scheduler: Scheduler = make_scheduler(spec)
+        self.runner = tuner.runner
         self.lock = threading.Lock()  # searcher and scheduler are used from trial threads
-        self.ended: queue.Queue[int] = queue.Queue()
         self.running: dict[int, _Trial] = {}
         self.proposed = 0
         self.best: float | None = None
@@ -217,32 +215,36 @@ class _Run:
         return value, resource
 
     def run(self) -> TuningJobRecord:
-        self.tuner.controller.backend.ensure_capacity(
-            self.spec.max_parallel_jobs * self.spec.max_instance_count
-        )
+        self.runner.ensure_capacity(self.spec.max_parallel_jobs * self.spec.max_instance_count)
         clock = self.tuner.clock
         # A resumed job keeps its first start: its wall time spans the interruption.
         start = self.store.get_tuning_job(self.id).start_time or clock.time()
         started = clock.monotonic() - (clock.time() - start)
         self.store.mark_tuning_in_progress(self.id, start, os.getpid(), socket.gethostname())
         status, interrupted = JobStatus.COMPLETED, False
+        limit = self.spec.max_runtime_seconds
+        deadline = None if limit is None else started + limit
         try:
             while self._launch_more() or self.running:
                 self._progress()
-                self._wait_for_a_trial()
-                if self.store.get_tuning_job(self.id).stop_requested and self.halt_reason is None:
-                    self.halt_reason = "stop requested"
-                    status = JobStatus.STOPPED
+                remaining = None if deadline is None else deadline - clock.monotonic()
+                self._wait_for_a_trial(remaining)
+                if self.halt_reason is not None and status is JobStatus.STOPPED:
+                    continue  # already stopping: wait for the trials to end
+                if self.store.get_tuning_job(self.id).stop_requested:
+                    self.halt_reason, status = "stop requested", JobStatus.STOPPED
                     self._stop_all("the tuning job was stopped")
+                elif deadline is not None and clock.monotonic() >= deadline:
+                    self.halt_reason = f"max_runtime_seconds={limit:g} reached"
+                    status = JobStatus.STOPPED
+                    self._stop_all(f"the tuning job reached its {self.halt_reason}")
         except KeyboardInterrupt:
             status, interrupted = JobStatus.STOPPED, True
             self.halt_reason = "interrupted (Ctrl-C)"
             self._stop_all("the tuning job was interrupted")
         finally:
-            for trial in list(self.running.values()):
-                trial.thread.join()
-            while not self.ended.empty():
-                self._finish_trial(self.ended.get())
+            for number in self.runner.wait_all():
+                self._finish_trial(number)
             self.store.finish_tuning_job(
                 self.id,
                 status,
@@ -284,33 +286,20 @@ class _Run:
         return self.halt_reason is None and self.proposed < self.spec.max_jobs
 
     def _start(self, suggestion: Suggestion) -> None:
-        job_id = f"{self.id}-{suggestion.number:03d}"
+        job_id, number = f"{self.id}-{suggestion.number:03d}", suggestion.number
         try:
             training = self.spec.trial_spec(suggestion.config)
-            prepared = self.tuner.controller.prepare(
-                training, job_id=job_id, tuning_job_id=self.id, trial_number=suggestion.number
+            full = self.runner.prepare(
+                training, job_id=job_id, tuning_job_id=self.id, trial_number=number
             )
         except InvalidInputError as exc:  # recorded as a failed trial; the tuning goes on
             self._record_unstartable(job_id, suggestion, exc)
             return
         stopper = Stopper()
-        thread = threading.Thread(
-            target=self._train,
-            args=(prepared, stopper, suggestion.number),
-            name=f"scaletune-{job_id}",
-            daemon=True,
+        self.running[number] = _Trial(number, job_id, stopper)
+        self.runner.start(
+            number, stopper, lambda report: self._judge(number, stopper, report, full)
         )
-        self.running[suggestion.number] = _Trial(suggestion.number, job_id, stopper, thread)
-        thread.start()
-
-    def _train(self, job: PreparedJob, stopper: Stopper, number: int) -> None:
-        full = job.algorithm.full_resource(job.hyperparameters)
-        try:
-            self.tuner.controller.run(
-                job, stopper, on_report=lambda report: self._judge(number, stopper, report, full)
-            )
-        finally:
-            self.ended.put(number)
 
     def _judge(self, number: int, stopper: Stopper, report: Report, full: int | None) -> None:
         """Runs in the trial's thread for every report: the scheduler decides."""
@@ -325,17 +314,17 @@ class _Run:
             # A trial that ends at this step anyway finishes by itself, model and all.
             stopper.request(JobStatus.COMPLETED, verdict.reason or "finished")
 
-    def _wait_for_a_trial(self) -> None:
-        with contextlib.suppress(queue.Empty):
-            self._finish_trial(self.ended.get(timeout=self.tuner.poll_seconds))
-            while True:
-                self._finish_trial(self.ended.get_nowait())
+    def _wait_for_a_trial(self, remaining: float | None) -> None:
+        timeout = self.tuner.poll_seconds
+        if remaining is not None:
+            timeout = max(0.0, min(timeout, remaining))
+        for number in self.runner.wait(timeout):
+            self._finish_trial(number)
 
     def _finish_trial(self, number: int) -> None:
         trial = self.running.pop(number, None)
         if trial is None:
             return
-        trial.thread.join()
         record = self.store.get_training_job(trial.job_id)
         self.outcomes[record.status] += 1
         value, resource = self._result(trial.job_id)

@@ -1,0 +1,121 @@
+"""Learning curves recorded by a stored tuning job, replayed: every trial's reports at the
+moments they arrived (start-up included) and the way it ended. A configuration that was never
+run gets the curve of the nearest one that was, measured on the job's own ranges."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+from pydantic import ValidationError
+
+from scaletune.algorithms import get_algorithm
+from scaletune.errors import InvalidInputError
+from scaletune.simulation._curves import Curve, CurvePoint
+from scaletune.spec import AlgorithmName, ParameterRange, TuningJobSpec, describe_validation_error
+from scaletune.spec._tuning import CLUSTER_SIZE
+from scaletune.store import JobStatus, MetricPoint, Store, TrainingJobRecord
+
+
+@dataclass(frozen=True)
+class _Recorded:
+    tuned: dict[str, object]  # the values of the tuned names, cluster size included
+    curve: Curve
+
+
+class ReplaySource:
+    """A `CurveSource` over the trials of one stored tuning job."""
+
+    def __init__(self, spec: TuningJobSpec, recorded: list[_Recorded]) -> None:
+        if not recorded:
+            raise InvalidInputError("replay: the tuning job has no trial with a report to replay")
+        self.spec = spec
+        self._recorded = recorded
+
+    @classmethod
+    def from_store(cls, store: Store, tuning_job_id: str) -> ReplaySource:
+        record = store.get_tuning_job(tuning_job_id)
+        try:
+            spec = TuningJobSpec.model_validate(record.spec)
+        except ValidationError as exc:
+            raise InvalidInputError(
+                f"replay: tuning job {tuning_job_id!r}: {describe_validation_error(exc)}"
+            ) from None
+        recorded = [
+            _Recorded(
+                {name: _tuned(trial, name) for name in spec.ranges},
+                _curve_of(trial, store.metrics(trial.id)),
+            )
+            for trial in store.training_jobs_of(tuning_job_id)
+            if trial.status.is_terminal and trial.start_time is not None
+        ]
+        return cls(spec, recorded)
+
+    def curve(self, hyperparameters: Mapping[str, object], instance_count: int) -> Curve:
+        wanted = {
+            name: instance_count if name == CLUSTER_SIZE else hyperparameters.get(name)
+            for name in self.spec.ranges
+        }
+        nearest = min(self._recorded, key=lambda known: self._distance(wanted, known.tuned))
+        return nearest.curve
+
+    def _distance(self, a: Mapping[str, object], b: Mapping[str, object]) -> float:
+        return sum(
+            _gap(parameter, a[name], b[name]) ** 2 for name, parameter in self.spec.ranges.items()
+        )
+
+
+def _tuned(trial: TrainingJobRecord, name: str) -> object:
+    return trial.instance_count if name == CLUSTER_SIZE else trial.hyperparameters.get(name)
+
+
+def _curve_of(trial: TrainingJobRecord, points: list[MetricPoint]) -> Curve:
+    """Reports are the points that share a step and a moment, in the order they arrived."""
+    assert trial.start_time is not None  # only started trials are replayed
+    reports: list[CurvePoint] = []
+    latest = 0.0
+    for point in sorted(points, key=lambda p: (p.time, p.step)):
+        seconds = max(latest, point.time - trial.start_time)
+        if reports and reports[-1].step == point.step and reports[-1].seconds == seconds:
+            metrics = {**reports[-1].metrics, point.name: point.value}
+            reports[-1] = CurvePoint(point.step, seconds, metrics)
+        else:
+            reports.append(CurvePoint(point.step, seconds, {point.name: point.value}))
+        latest = seconds
+    ended = (trial.end_time or trial.start_time) - trial.start_time
+    status = trial.status
+    reason = None if status is JobStatus.COMPLETED else f"as recorded: {trial.failure_reason}"
+    return Curve(
+        reports,
+        full_resource=_full_resource(trial, reports),
+        end_status=status,
+        end_reason=reason,
+        end_seconds=max(ended, latest),
+    )
+
+
+def _full_resource(trial: TrainingJobRecord, reports: list[CurvePoint]) -> int | None:
+    """The algorithm's word where it knows; else a trial that ended by itself shows it."""
+    try:
+        algorithm = get_algorithm(AlgorithmName(trial.algorithm))
+        known = algorithm.full_resource(algorithm.parse_hyperparameters(trial.hyperparameters))
+    except (ValueError, InvalidInputError):
+        known = None
+    if known is None and trial.status is JobStatus.COMPLETED and trial.failure_reason is None:
+        return reports[-1].step if reports else None
+    return known
+
+
+def _gap(parameter: ParameterRange, a: object, b: object) -> float:
+    """How far apart two values are, as a fraction of the range (categories: 0 or 1)."""
+    distribution = parameter.distribution()
+    if isinstance(distribution, CategoricalDistribution) or a is None or b is None:
+        return 0.0 if a == b else 1.0
+    assert isinstance(distribution, FloatDistribution | IntDistribution)
+    low, high = float(distribution.low), float(distribution.high)
+    x, y = (float(parameter.to_sample(v)) for v in (a, b))  # type: ignore[arg-type]
+    if distribution.log:
+        low, high, x, y = (math.log(max(v, 1e-300)) for v in (low, high, x, y))
+    return abs(x - y) / (high - low)

@@ -1,0 +1,185 @@
+"""Trials as learning curves on a simulated clock: the tuning loop, searchers and schedulers are
+the real ones; only the training is replaced. Each report is written to the store when its
+simulated time comes, and `wait` jumps the clock to the next report instead of sleeping."""
+
+from __future__ import annotations
+
+import heapq
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from scaletune.errors import InvalidInputError
+from scaletune.simulation._clock import SimulatedClock
+from scaletune.simulation._curves import Curve, CurveSource
+from scaletune.spec import TrainingJobSpec
+from scaletune.store import JobOutcome, JobStatus, MetricPoint, NewTrainingJob, Store
+from scaletune.training import Stopper
+from scaletune.tuning._runners import OnReport
+from scaletune.worker import Report
+
+
+@dataclass
+class _Trial:
+    job_id: str
+    curve: Curve
+    instance_count: int
+    stopper: Stopper = field(default_factory=Stopper)
+    on_report: OnReport | None = None
+    started: float = 0.0  # simulated monotonic time
+    start_time: float = 0.0
+    reported: int = 0  # curve points reported so far
+    final_metrics: dict[str, float] = field(default_factory=dict)
+
+
+class SimulatedTrialRunner:
+    """A `TrialRunner` whose trials follow the curves a `CurveSource` gives.
+
+    `capacity_workers` is the simulated cluster's size (None: unbounded); `horizon_seconds`,
+    where set, is a moment the clock never jumps past (the tuning job's deadline).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        source: CurveSource,
+        clock: SimulatedClock,
+        *,
+        capacity_workers: int | None = None,
+        horizon_seconds: float | None = None,
+    ) -> None:
+        self.store = store
+        self.source = source
+        self.clock: SimulatedClock = clock
+        self.capacity_workers = capacity_workers
+        self.horizon_seconds = horizon_seconds
+        self._trials: dict[int, _Trial] = {}
+        self._events: list[tuple[float, int, int]] = []  # (moment, order, trial number)
+        self._ending: set[int] = set()  # trials whose next event is their end, not a report
+        self._order = 0  # ties go in the order they were scheduled: runs are deterministic
+
+    def ensure_capacity(self, workers: int) -> None:
+        if self.capacity_workers is not None and workers > self.capacity_workers:
+            raise InvalidInputError(
+                f"the tuning job needs {workers} workers at once; the simulated cluster "
+                f"has {self.capacity_workers}"
+            )
+
+    def prepare(
+        self, spec: TrainingJobSpec, *, job_id: str, tuning_job_id: str, trial_number: int
+    ) -> int | None:
+        curve = self.source.curve(spec.hyperparameters, spec.instance_count)
+        self.store.create_training_job(
+            NewTrainingJob(
+                id=job_id,
+                name=spec.name,
+                algorithm=spec.algorithm.value,
+                spec=spec.model_dump(mode="json"),
+                hyperparameters=dict(spec.hyperparameters),
+                instance_count=spec.instance_count,
+                created_at=self.clock.time(),
+                log_dir="",
+                tuning_job_id=tuning_job_id,
+                trial_number=trial_number,
+            )
+        )
+        self._trials[trial_number] = _Trial(job_id, curve, spec.instance_count)
+        return curve.full_resource
+
+    def start(self, trial_number: int, stopper: Stopper, on_report: OnReport) -> None:
+        trial = self._trials[trial_number]
+        trial.stopper, trial.on_report = stopper, on_report
+        trial.started, trial.start_time = self.clock.monotonic(), self.clock.time()
+        self.store.mark_in_progress(
+            trial.job_id, trial.start_time, os.getpid(), socket.gethostname()
+        )
+        self._schedule(trial_number, trial)
+
+    def _schedule(self, number: int, trial: _Trial) -> None:
+        points = trial.curve.points
+        if trial.reported < len(points):
+            offset = points[trial.reported].seconds
+        else:
+            offset = trial.curve.ends_at
+            self._ending.add(number)
+        heapq.heappush(self._events, (trial.started + offset, self._order, number))
+        self._order += 1
+
+    def wait(self, timeout_seconds: float) -> list[int]:
+        """End the trials that were asked to stop; else move to the next report and deliver it.
+        `timeout_seconds` means nothing here: simulated waiting costs nothing."""
+        stopped = [n for n, t in self._trials.items() if t.on_report and t.stopper.is_set()]
+        if stopped:
+            for number in stopped:
+                self._finish(number, self._trials[number].stopper)
+            return stopped
+        if not self._events:
+            return []
+        moment, _, number = self._events[0]
+        if self.horizon_seconds is not None and moment > self.horizon_seconds:
+            self.clock.advance_to(max(self.clock.monotonic(), self.horizon_seconds))
+            return []
+        heapq.heappop(self._events)
+        self.clock.advance_to(moment)
+        trial = self._trials[number]
+        if number not in self._ending:
+            self._report(trial)
+            last = trial.reported == len(trial.curve.points)
+            if not trial.stopper.is_set() and (
+                not last or trial.curve.ends_at > trial.curve.points[-1].seconds
+            ):
+                self._schedule(number, trial)  # its next report, or its end if that is later
+                return []
+        self._finish(number, trial.stopper if trial.stopper.is_set() else None)
+        return [number]
+
+    def _report(self, trial: _Trial) -> None:
+        point = trial.curve.points[trial.reported]
+        trial.reported += 1
+        now = self.clock.time()
+        self.store.append_metrics(
+            trial.job_id,
+            [MetricPoint(name, point.step, value, now) for name, value in point.metrics.items()],
+        )
+        trial.final_metrics.update(point.metrics)
+        assert trial.on_report is not None  # set by start()
+        trial.on_report(Report(rank=0, step=point.step, metrics=dict(point.metrics), time=now))
+
+    def wait_all(self) -> list[int]:
+        """Every running trial's stopper is set by now: they end at this moment."""
+        numbers = [n for n, t in self._trials.items() if t.on_report is not None]
+        for number in numbers:
+            self._finish(number, self._trials[number].stopper)
+        return numbers
+
+    def _finish(self, number: int, stopper: Stopper | None) -> None:
+        trial = self._trials.pop(number)
+        self._ending.discard(number)
+        self._events = [event for event in self._events if event[2] != number]
+        heapq.heapify(self._events)
+        reason: str | None
+        if stopper is not None and stopper.is_set():
+            status, reason = stopper.status, stopper.reason
+        elif stopper is not None:  # ended with its tuning job (Ctrl-C) before being told
+            status, reason = JobStatus.STOPPED, "its tuning job ended"
+        else:
+            status, reason = trial.curve.end_status, trial.curve.end_reason
+        wall = self.clock.monotonic() - trial.started
+        self.store.finish_training_job(
+            trial.job_id,
+            JobOutcome(
+                status=status,
+                start_time=trial.start_time,
+                end_time=trial.start_time + wall,
+                wall_seconds=wall,
+                billable_seconds=trial.instance_count * wall,
+                final_metrics=trial.final_metrics,
+                failure_reason=reason,
+            ),
+        )
+
+    @property
+    def running(self) -> Mapping[int, str]:
+        """Trial number to job id, for the trials started and not yet ended."""
+        return {n: t.job_id for n, t in self._trials.items() if t.on_report is not None}

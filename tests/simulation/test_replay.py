@@ -1,0 +1,128 @@
+"""Replaying a stored tuning job's learning curves with the same seed makes the same decisions."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scaletune.api import Session
+from scaletune.errors import InvalidInputError
+from scaletune.simulation import ClusterCosts, Curve, CurvePoint, ReplaySource, simulate_tuning
+from scaletune.spec import TuningJobSpec, tuning_spec_from_dict
+from scaletune.store import Store
+from scaletune.tuning import TuningController, summarize
+
+
+class ToySource:
+    """Accuracy rises towards a ceiling that peaks at lr = 0.01; more workers, faster steps."""
+
+    costs = ClusterCosts(start_seconds=1.5, scaling_efficiency=0.8)
+
+    def curve(self, hyperparameters: Mapping[str, object], instance_count: int) -> Curve:
+        lr = float(hyperparameters["lr"])  # type: ignore[arg-type]
+        ceiling = 1.0 - abs(math.log10(lr) + 2.0) / 3.0
+        steps = range(1, 28)
+        arrivals = self.costs.arrival_seconds([0.7 * k for k in steps], instance_count)
+        points = [
+            CurvePoint(k, seconds, {"accuracy": ceiling * (1 - math.exp(-k / 6)), "epoch": k})
+            for k, seconds in zip(steps, arrivals, strict=True)
+        ]
+        return Curve(points, full_resource=27)
+
+
+def _spec(**changes: Any) -> TuningJobSpec:
+    raw: dict[str, Any] = {
+        "objective_metric": "accuracy",
+        "strategy": "Hyperband",
+        "hyperband": {"min_resource": 1, "max_resource": 27, "searcher": "Bayesian"},
+        "max_jobs": 16,
+        "max_parallel_jobs": 3,
+        "seed": 11,
+        "ranges": {
+            "lr": {"type": "Continuous", "min_value": 1e-4, "max_value": 1.0},
+            "instance_count": {"type": "Categorical", "values": [1, 2, 3]},
+        },
+        "training": {"algorithm": "script", "script": {"entry_point": "simulated-trial"}},
+    }
+    raw.update(changes)
+    return tuning_spec_from_dict(raw)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store(f"sqlite:///{tmp_path / 'sim.db'}") as opened:
+        yield opened
+
+
+def _decisions(store: Store, tuning_id: str) -> list[tuple[object, ...]]:
+    return [
+        (t.trial_number, t.hyperparameters, t.instance_count, t.status, t.failure_reason)
+        for t in summarize(store, tuning_id).trials
+    ]
+
+
+def test_a_replay_of_a_simulated_job_reproduces_every_decision_and_moment(store: Store) -> None:
+    original = simulate_tuning(_spec(), ToySource(), store)
+    replay = ReplaySource.from_store(store, original.id)
+    again = simulate_tuning(replay.spec, replay, store)
+    assert again.id != original.id
+    assert _decisions(store, again.id) == _decisions(store, original.id)
+    first, second = summarize(store, original.id), summarize(store, again.id)
+    assert any(t.status.value == "Stopped" for t in first.trials)
+    assert [(t.start_time, t.end_time, t.resource, t.objective) for t in second.trials] == [
+        (t.start_time, t.end_time, t.resource, t.objective) for t in first.trials
+    ]
+    assert second.billable_seconds == first.billable_seconds
+    assert again.wall_seconds == original.wall_seconds
+
+
+def test_a_replay_of_a_real_tuning_job_reproduces_its_decisions(
+    session: Session, store: Store
+) -> None:
+    channel = {"dataset": "breast-cancer"}
+    spec = tuning_spec_from_dict(
+        {
+            "objective_metric": "validation:logloss",
+            "objective_type": "Minimize",
+            "strategy": "Hyperband",
+            "hyperband": {"min_resource": 1, "max_resource": 9},
+            "max_jobs": 6,
+            "max_parallel_jobs": 1,  # a real job's report order is then its trial order
+            "seed": 1,
+            "ranges": {"eta": {"type": "Continuous", "min_value": 0.01, "max_value": 1}},
+            "training": {
+                "algorithm": "xgboost",
+                "hyperparameters": {"num_round": 9, "eval_metric": "logloss"},
+                "channels": {"train": channel, "validation": channel},
+            },
+        }
+    )
+    tuner = TuningController(session.controller)
+    original = tuner.run(tuner.create(spec), spec)
+    replay = ReplaySource.from_store(session.store, original.id)
+    again = simulate_tuning(replay.spec, replay, session.store)
+    assert _decisions(session.store, again.id) == _decisions(session.store, original.id)
+    assert any(t.status.value == "Stopped" for t in summarize(session.store, again.id).trials)
+
+
+def test_a_configuration_never_run_gets_the_nearest_recorded_curve(store: Store) -> None:
+    original = simulate_tuning(
+        _spec(max_jobs=6, strategy="Random", hyperband=None), ToySource(), store
+    )
+    replay = ReplaySource.from_store(store, original.id)
+    trials = summarize(store, original.id).trials
+    target = trials[2]
+    lr = float(target.hyperparameters["lr"])
+    nearby = replay.curve({"lr": lr * 1.0001}, target.instance_count)
+    assert nearby.points[-1].metrics["accuracy"] == target.objective
+
+
+def test_a_tuning_job_with_nothing_to_replay_is_refused(store: Store) -> None:
+    with pytest.raises(InvalidInputError, match="no trial with a report to replay"):
+        ReplaySource(_spec(), [])
+    with pytest.raises(InvalidInputError, match="nope"):
+        ReplaySource.from_store(store, "nope")
