@@ -3,8 +3,13 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The peers (Optuna, Ray, Syne Tune) and YAHPO's surrogate live apart from the package's own.
+BENCH_VENV ?= .bench-venv
+BENCH_STAMP := $(BENCH_VENV)/.installed
+BENCH_REQUIREMENTS := benchmarks/tuning/requirements.txt
+BENCH_CONSTRAINTS := benchmarks/tuning/constraints.txt
 
-.PHONY: demo test lint typecheck unit lock bench clean
+.PHONY: demo test lint typecheck unit lock bench bench-env bench-tuning bench-overhead clean
 
 demo: $(STAMP)
 	$(BIN)/scaletune demo
@@ -39,5 +44,20 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.dnn_overhead
 	$(BIN)/python -m benchmarks.script_overhead
 
+$(BENCH_STAMP): pyproject.toml $(BENCH_REQUIREMENTS) $(BENCH_CONSTRAINTS)
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+		-c $(BENCH_CONSTRAINTS) -r $(BENCH_REQUIREMENTS)
+	touch $(BENCH_STAMP)
+
+bench-env: $(BENCH_STAMP)
+
+bench-tuning: $(BENCH_STAMP)
+	$(BENCH_VENV)/bin/python -m benchmarks.tuning.run
+
+bench-overhead: $(BENCH_STAMP)
+	$(BENCH_VENV)/bin/python -m benchmarks.overhead.decisions
+	$(BENCH_VENV)/bin/python -m benchmarks.overhead.trial_start
+
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(BENCH_VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel
 
 from scaletune.worker import WorkerContext
@@ -13,3 +15,41 @@ def do_nothing(ctx: WorkerContext) -> None:
 
 class NoHyperparameters(BaseModel):
     pass
+
+
+def ddp_step(ctx: WorkerContext) -> None:
+    """A 3-worker job with no work to speak of: join the gloo group, one DDP step (one
+    all-reduce), report, leave. `train_seconds` is the step alone, so what a trial takes
+    beyond it is the tool's overhead (the group's set-up included)."""
+    import time
+
+    import torch
+    import torch.distributed as dist
+    from torch import nn
+    from torch.nn.parallel import DistributedDataParallel
+
+    torch.set_num_threads(1)
+    rendezvous = ctx.task.rendezvous
+    dist.init_process_group(
+        "gloo",
+        init_method=f"tcp://{rendezvous.master_addr}:{rendezvous.master_port}",
+        rank=ctx.task.rank,
+        world_size=ctx.task.world_size,
+    )
+    try:
+        started = time.perf_counter()
+        loss = ddp_model_step(DistributedDataParallel(nn.Linear(16, 2)))
+        dist.barrier()
+        ctx.report(1, loss=loss, train_seconds=time.perf_counter() - started)
+    finally:
+        dist.destroy_process_group()
+
+
+def ddp_model_step(model: Any) -> float:
+    """One forward/backward of a tiny model on a fixed batch (one gradient all-reduce)."""
+    import torch
+
+    generator = torch.Generator().manual_seed(0)
+    loss = model(torch.randn(8, 16, generator=generator)).pow(2).mean()
+    loss.backward()
+    return float(loss)

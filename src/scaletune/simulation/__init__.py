@@ -4,6 +4,7 @@ schedulers. Nothing sleeps, so strategies can be compared over many tasks and se
 
 from scaletune.simulation._clock import SimulatedClock
 from scaletune.simulation._curves import ClusterCosts, Curve, CurvePoint, CurveSource
+from scaletune.simulation._lcbench import LCBenchSurrogate
 from scaletune.simulation._replay import ReplaySource
 from scaletune.simulation._runner import SimulatedTrialRunner
 from scaletune.simulation._simulate import simulate_tuning
@@ -13,6 +14,7 @@ __all__ = [
     "Curve",
     "CurvePoint",
     "CurveSource",
+    "LCBenchSurrogate",
     "ReplaySource",
     "SimulatedClock",
     "SimulatedTrialRunner",

@@ -1,0 +1,165 @@
+"""The peers, each driven through its own public scheduler/sampler API in `run_policy`:
+Optuna (TPE + HyperbandPruner), Ray Tune (ASHA; async HyperBand with 3 brackets) and
+Syne Tune (ASHA; BOHB). Imported only in the benchmark environment."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from benchmarks.tuning._problem import EPOCHS, METRIC, SPACE, random_config
+
+REDUCTION = 3
+
+
+class OptunaPolicy:
+    """TPE proposes, HyperbandPruner prunes (report / should_prune at every epoch)."""
+
+    def __init__(self, seed: int) -> None:
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        self._optuna = optuna
+        self.study = optuna.create_study(
+            direction="maximize",
+            sampler=optuna.samplers.TPESampler(seed=seed),
+            pruner=optuna.pruners.HyperbandPruner(
+                min_resource=1, max_resource=EPOCHS, reduction_factor=REDUCTION
+            ),
+        )
+        self.trials: dict[int, Any] = {}
+
+    def suggest(self) -> tuple[int, dict[str, object]]:
+        trial = self.study.ask()
+        config: dict[str, object] = {}
+        for name, (low, high, integer, log) in SPACE.items():
+            if integer:
+                config[name] = trial.suggest_int(name, int(low), int(high), log=log)
+            else:
+                config[name] = trial.suggest_float(name, low, high, log=log)
+        self.trials[trial.number] = trial
+        return trial.number, config
+
+    def on_report(self, trial: int, epoch: int, value: float) -> bool:
+        handle = self.trials[trial]
+        handle.report(value, epoch)
+        return not handle.should_prune()
+
+    def on_end(self, trial: int, epoch: int, value: float, stopped: bool) -> None:
+        handle = self.trials.pop(trial)
+        if stopped and epoch < EPOCHS:
+            self.study.tell(handle, state=self._optuna.trial.TrialState.PRUNED)
+        else:
+            self.study.tell(handle, value)
+
+
+class RayPolicy:
+    """Ray Tune's AsyncHyperBandScheduler (ASHA with 1 bracket, async HyperBand with more) over
+    random search; the scheduler alone, as Ray's TuneController calls it."""
+
+    def __init__(self, seed: int, brackets: int) -> None:
+        from ray.tune.schedulers import AsyncHyperBandScheduler
+
+        np.random.seed(seed)  # Ray draws each trial's bracket from numpy's global generator
+        self.rng = np.random.default_rng(seed)
+        self.scheduler = AsyncHyperBandScheduler(
+            time_attr="epoch",
+            metric=METRIC,
+            mode="max",
+            max_t=EPOCHS,
+            grace_period=1,
+            reduction_factor=REDUCTION,
+            brackets=brackets,
+        )
+        self.trials: dict[int, Any] = {}
+
+    def suggest(self) -> tuple[int, dict[str, object]]:
+        number = len(self.trials)
+        trial = SimpleNamespace(trial_id=f"trial_{number:05d}")
+        self.scheduler.on_trial_add(None, trial)
+        self.trials[number] = trial
+        return number, random_config(self.rng)
+
+    def on_report(self, trial: int, epoch: int, value: float) -> bool:
+        from ray.tune.schedulers import TrialScheduler
+
+        action = self.scheduler.on_trial_result(
+            None,
+            self.trials[trial],
+            {"epoch": epoch, METRIC: value},
+        )
+        return bool(action == TrialScheduler.CONTINUE)
+
+    def on_end(self, trial: int, epoch: int, value: float, stopped: bool) -> None:
+        handle = self.trials[trial]
+        if stopped:
+            self.scheduler.on_trial_remove(None, handle)
+        else:
+            self.scheduler.on_trial_complete(None, handle, {"epoch": epoch, METRIC: value})
+
+
+class SynePolicy:
+    """Syne Tune's ASHA (random search) or BOHB (ASHA with a KDE searcher), as its Tuner
+    calls them: suggest, on_trial_add, on_trial_result, on_trial_remove / on_trial_complete."""
+
+    def __init__(self, seed: int, kind: str) -> None:
+        from syne_tune.backend.trial_status import Trial
+        from syne_tune.config_space import lograndint, loguniform, randint, uniform
+        from syne_tune.optimizer.baselines import ASHA, BOHB
+
+        np.random.seed(seed)  # its bracket draw, as Ray's
+        self._trial_type = Trial
+        space: dict[str, Any] = {}
+        for name, (low, high, integer, log) in SPACE.items():
+            if integer:
+                space[name] = (lograndint if log else randint)(int(low), int(high))
+            else:
+                space[name] = (loguniform if log else uniform)(low, high)
+        scheduler_type = {"ASHA": ASHA, "BOHB": BOHB}[kind]
+        self.scheduler = scheduler_type(
+            space,
+            metric=METRIC,
+            time_attr="epoch",
+            max_t=EPOCHS,
+            do_minimize=False,
+            random_seed=seed,
+            grace_period=1,
+            reduction_factor=REDUCTION,
+        )
+        self.trials: dict[int, Any] = {}
+        self.clipped = 0  # proposals outside the space
+
+    def suggest(self) -> tuple[int, dict[str, object]]:
+        suggestion = self.scheduler.suggest()
+        number = len(self.trials)
+        trial = self._trial_type(
+            trial_id=number, config=suggestion.config, creation_time=datetime.now()
+        )
+        self.scheduler.on_trial_add(trial)
+        self.trials[number] = trial
+        config: dict[str, object] = {}
+        for name, (low, high, _, _) in SPACE.items():
+            # Syne Tune 0.16's KDE searcher (BOHB) can propose log-integers below their range
+            # (max_units=26 of 64..1024): evaluated at the nearest bound, and counted.
+            value = suggestion.config[name]
+            config[name] = type(value)(min(max(value, low), high))
+            self.clipped += config[name] != value
+        return number, config
+
+    def on_report(self, trial: int, epoch: int, value: float) -> bool:
+        decision = self.scheduler.on_trial_result(
+            self.trials[trial], {"epoch": epoch, METRIC: value}
+        )
+        from syne_tune.optimizer.scheduler import SchedulerDecision
+
+        return bool(decision == SchedulerDecision.CONTINUE)
+
+    def on_end(self, trial: int, epoch: int, value: float, stopped: bool) -> None:
+        handle = self.trials[trial]
+        if stopped:
+            self.scheduler.on_trial_remove(handle)
+        else:
+            self.scheduler.on_trial_complete(handle, {"epoch": epoch, METRIC: value})

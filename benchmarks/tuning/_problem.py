@@ -1,0 +1,64 @@
+"""The benchmark problem: LCBench tasks on YAHPO's surrogate, one search space, one budget."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from scaletune.simulation import ClusterCosts, Curve, LCBenchSurrogate
+from scaletune.simulation._lcbench import EPOCHS, SPACE
+
+YAHPO_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "yahpo"
+# The first ten of LCBench's 34 OpenML tasks, in YAHPO's order.
+TASKS = (
+    "3945",
+    "7593",
+    "34539",
+    "126025",
+    "126026",
+    "126029",
+    "146212",
+    "167104",
+    "167149",
+    "167152",
+)
+METRIC = "val_accuracy"  # percent, maximised
+WORKERS = 4  # trials at once, one worker each
+COSTS = ClusterCosts(start_seconds=2.0)  # every method pays the same start-up per trial
+BUDGET_FULL_TRIALS = 10  # per worker: the budget is this many median-length full trials
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    source: LCBenchSurrogate
+    budget_seconds: float  # simulated wall time
+
+    def curve(self, config: dict[str, object]) -> Curve:
+        return self.source.curve(config, 1)
+
+
+def load_task(name: str) -> Task:
+    """The budget: BUDGET_FULL_TRIALS median-length full trials (200 random configurations)."""
+    source = LCBenchSurrogate(YAHPO_DATA, name, COSTS)
+    rng = np.random.default_rng(12345)
+    lengths = [source.curve(random_config(rng), 1).ends_at for _ in range(200)]
+    return Task(name, source, BUDGET_FULL_TRIALS * statistics.median(lengths))
+
+
+def random_config(rng: np.random.Generator) -> dict[str, object]:
+    """Uniform on each range's own scale, as every method's random search draws."""
+    config: dict[str, object] = {}
+    for name, (low, high, integer, log) in SPACE.items():
+        if log:
+            value = float(np.exp(rng.uniform(np.log(low), np.log(high + 1 if integer else high))))
+        else:
+            value = float(rng.uniform(low, high + 1 if integer else high))
+        config[name] = min(int(value), int(high)) if integer else value
+    return config
+
+
+__all__ = ["EPOCHS", "SPACE"]

@@ -1,0 +1,66 @@
+"""scaletune's strategies on the simulated backend: the real tuning loop, searchers and
+schedulers, with every report written to a store (SQLite), as in a real run."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from benchmarks.tuning._problem import EPOCHS, METRIC, SPACE, WORKERS, Task
+from benchmarks.tuning._simulator import Trajectory
+from scaletune.simulation import simulate_tuning
+from scaletune.spec import TuningJobSpec, tuning_spec_from_dict
+from scaletune.store import Store
+
+STRATEGIES: dict[str, dict[str, Any]] = {
+    "Random": {"strategy": "Random"},
+    "Bayesian": {"strategy": "Bayesian"},
+    "Hyperband": {"strategy": "Hyperband", "hyperband": {"max_resource": EPOCHS}},
+    "Bayesian+Hyperband": {
+        "strategy": "Hyperband",
+        "hyperband": {"max_resource": EPOCHS, "searcher": "Bayesian"},
+    },
+}
+
+
+def tuning_spec(strategy: str, task: Task, seed: int) -> TuningJobSpec:
+    ranges: dict[str, Any] = {}
+    for name, (low, high, integer, log) in SPACE.items():
+        ranges[name] = {
+            "type": "Integer" if integer else "Continuous",
+            "min_value": int(low) if integer else low,
+            "max_value": int(high) if integer else high,
+            "scaling": "Logarithmic" if log else "Linear",
+        }
+    return tuning_spec_from_dict(
+        {
+            "name": f"lcbench-{task.name}",
+            "objective_metric": METRIC,
+            "objective_type": "Maximize",
+            **STRATEGIES[strategy],
+            "ranges": ranges,
+            "max_jobs": 10_000,  # the budget is time
+            "max_parallel_jobs": WORKERS,
+            "max_runtime_seconds": task.budget_seconds,
+            "seed": seed,
+            "training": {
+                "algorithm": "script",
+                "script": {"entry_point": f"yahpo-lcbench {task.name}"},  # what trials stand for
+            },
+        }
+    )
+
+
+def run_scaletune(strategy: str, task: Task, seed: int) -> Trajectory:
+    with (
+        tempfile.TemporaryDirectory(prefix="scaletune-bench-") as folder,
+        Store(f"sqlite:///{Path(folder) / 'store.db'}") as store,
+    ):
+        record = simulate_tuning(tuning_spec(strategy, task, seed), task.source, store)
+        points = [
+            (point.time, point.value)
+            for trial in store.training_jobs_of(record.id)
+            for point in store.metrics(trial.id, METRIC)
+        ]
+    return sorted(points)

@@ -1,0 +1,249 @@
+"""Anytime performance on LCBench (YAHPO surrogate): scaletune's strategies against Optuna,
+Ray Tune and Syne Tune, WORKERS trials at a time, on the same curves, costs and budget.
+
+    .bench-venv/bin/python -m benchmarks.tuning.run            # 10 tasks x 10 seeds
+    .bench-venv/bin/python -m benchmarks.tuning.run --tasks 2 --seeds 2   # a quick look
+
+Writes benchmarks/results/tuning_lcbench.{json,md,png}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import multiprocessing
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from importlib.metadata import version
+from typing import Any
+
+import numpy as np
+
+from benchmarks._report import RESULTS
+from benchmarks.tuning._problem import BUDGET_FULL_TRIALS, COSTS, TASKS, WORKERS, Task, load_task
+from benchmarks.tuning._simulator import Trajectory, run_policy
+
+CHECKPOINTS = (0.25, 0.5, 1.0)
+GRID = np.linspace(0.02, 1.0, 50)  # fractions of the budget, for the plot
+OURS = ("Random", "Bayesian", "Hyperband", "Bayesian+Hyperband")
+PEERS = (
+    "Optuna TPE+HyperbandPruner",
+    "Ray Tune ASHA",
+    "Ray Tune AsyncHyperBand",
+    "Syne Tune ASHA",
+    "Syne Tune BOHB",
+)
+
+
+@functools.cache
+def _task(name: str) -> Task:
+    return load_task(name)
+
+
+def _run(method: str, task: Task, seed: int) -> tuple[Trajectory, int]:
+    """The reports, and how many proposals fell outside the space (clipped to it)."""
+    if method in OURS:
+        from benchmarks.tuning._scaletune import run_scaletune
+
+        return run_scaletune(method, task, seed), 0
+    from benchmarks.tuning import _peers
+
+    policies: dict[str, Callable[[], Any]] = {
+        "Optuna TPE+HyperbandPruner": lambda: _peers.OptunaPolicy(seed),
+        "Ray Tune ASHA": lambda: _peers.RayPolicy(seed, brackets=1),
+        "Ray Tune AsyncHyperBand": lambda: _peers.RayPolicy(seed, brackets=3),
+        "Syne Tune ASHA": lambda: _peers.SynePolicy(seed, "ASHA"),
+        "Syne Tune BOHB": lambda: _peers.SynePolicy(seed, "BOHB"),
+    }
+    policy = policies[method]()
+    return run_policy(policy, task, WORKERS), getattr(policy, "clipped", 0)
+
+
+def _one(job: tuple[str, str, int]) -> dict[str, Any]:
+    method, task_name, seed = job
+    task = _task(task_name)
+    started = time.perf_counter()
+    trajectory, clipped = _run(method, task, seed)
+    seconds = time.perf_counter() - started
+    times = np.array([t for t, _ in trajectory]) / task.budget_seconds
+    best = np.maximum.accumulate(np.array([v for _, v in trajectory]))
+    incumbent = [float(best[times <= f][-1]) if (times <= f).any() else None for f in GRID]
+    return {
+        "method": method,
+        "task": task_name,
+        "seed": seed,
+        "budget_seconds": task.budget_seconds,
+        "reports": len(trajectory),
+        "run_seconds": seconds,
+        "clipped_proposals": clipped,
+        "incumbent": incumbent,  # best val_accuracy reported by each fraction of GRID
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--tasks", type=int, default=10)
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--processes", type=int, default=2)
+    args = parser.parse_args()
+    jobs = [
+        (method, task, seed)
+        for task in TASKS[: args.tasks]
+        for seed in range(args.seeds)
+        for method in (*OURS, *PEERS)
+    ]
+    started = time.perf_counter()
+    with multiprocessing.get_context("spawn").Pool(args.processes) as pool:
+        runs = pool.map(_one, jobs, chunksize=1)
+    summary = _summarize(runs, args.seeds)
+    _write(runs, summary, args, time.perf_counter() - started)
+
+
+def _at(run: dict[str, Any], fraction: float) -> float:
+    index = int(np.argmin(np.abs(GRID - fraction)))
+    value = run["incumbent"][index]
+    return float("-inf") if value is None else float(value)
+
+
+def _summarize(runs: list[dict[str, Any]], seeds: int) -> dict[str, Any]:
+    best_known: dict[str, float] = {}
+    for run in runs:
+        final = _at(run, 1.0)
+        best_known[run["task"]] = max(best_known.get(run["task"], final), final)
+    methods = list(dict.fromkeys(run["method"] for run in runs))
+    by_key = {(r["method"], r["task"], r["seed"]): r for r in runs}
+    tasks = list(best_known)
+    summary: dict[str, Any] = {"best_known": best_known, "methods": {}}
+    for method in methods:
+        entry: dict[str, Any] = {"checkpoints": {}, "regret_curve": []}
+        for fraction in (*CHECKPOINTS,):
+            # regret per (task, seed); its spread: the std over seeds of the mean over tasks
+            regrets = {
+                (t, s): best_known[t] - _at(by_key[(method, t, s)], fraction)
+                for t in tasks
+                for s in range(seeds)
+            }
+            per_seed = [statistics.fmean(regrets[(t, s)] for t in tasks) for s in range(seeds)]
+            ranks = []
+            for t in tasks:
+                for s in range(seeds):
+                    values = sorted(
+                        best_known[t] - _at(by_key[(m, t, s)], fraction) for m in methods
+                    )
+                    ranks.append(1 + values.index(regrets[(t, s)]))
+            entry["checkpoints"][str(fraction)] = {
+                "mean_regret": statistics.fmean(regrets.values()),
+                "std_over_seeds": statistics.stdev(per_seed) if len(per_seed) > 1 else 0.0,
+                "mean_rank": statistics.fmean(ranks),
+            }
+        for index in range(len(GRID)):
+            values = [
+                best_known[t] - (by_key[(method, t, s)]["incumbent"][index] or 0.0)
+                for t in tasks
+                for s in range(seeds)
+            ]
+            entry["regret_curve"].append(statistics.fmean(values))
+        entry["median_run_seconds"] = statistics.median(
+            r["run_seconds"] for r in runs if r["method"] == method
+        )
+        summary["methods"][method] = entry
+    return summary
+
+
+def _versions() -> dict[str, str]:
+    names = ("scaletune", "optuna", "ray", "syne-tune", "yahpo-gym", "onnxruntime", "numpy")
+    return {name: version(name) for name in names}
+
+
+def _write(runs: list[dict[str, Any]], summary: dict[str, Any], args: Any, wall: float) -> None:
+    import platform
+
+    RESULTS.mkdir(exist_ok=True)
+    command = "python -m benchmarks.tuning.run " + " ".join(sys.argv[1:])
+    meta = {
+        "command": command.strip(),
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "versions": _versions(),
+        "tasks": list(TASKS[: args.tasks]),
+        "seeds": args.seeds,
+        "workers": WORKERS,
+        "budget": f"{BUDGET_FULL_TRIALS} median-length full trials per worker",
+        "start_seconds_per_trial": COSTS.start_seconds,
+        "benchmark_wall_seconds": wall,
+    }
+    (RESULTS / "tuning_lcbench.json").write_text(
+        json.dumps({**meta, "summary": summary, "runs": runs}, indent=1) + "\n"
+    )
+    _plot(summary)
+    methods = summary["methods"]
+    header = [
+        "method",
+        *[f"regret at {int(f * 100)} %" for f in CHECKPOINTS],
+        "mean rank 25/50/100 %",
+    ]
+    rows = []
+    for method, entry in methods.items():
+        cells = [f"scaletune {method}" if method in OURS else method]
+        for fraction in CHECKPOINTS:
+            point = entry["checkpoints"][str(fraction)]
+            cells.append(f"{point['mean_regret']:.3f} ± {point['std_over_seeds']:.3f}")
+        cells.append(
+            " / ".join(f"{entry['checkpoints'][str(f)]['mean_rank']:.2f}" for f in CHECKPOINTS)
+        )
+        rows.append(cells)
+    lines = [
+        "# Tuning on LCBench (YAHPO Gym surrogate): scaletune against Optuna, Ray Tune, Syne Tune",
+        "",
+        f"Command: `{meta['command']}` (from the repository root, in `.bench-venv`; "
+        f"{wall / 60:.0f} min).",
+        f"Machine: {meta['platform']}, Python {meta['python']}, {meta['date']}. Versions: "
+        + ", ".join(f"{k} {v}" for k, v in meta["versions"].items())
+        + ".",
+        "",
+        f"{len(meta['tasks'])} tasks × {args.seeds} seeds, {WORKERS} trials at a time, "
+        f"budget {meta['budget']} (simulated), {COSTS.start_seconds:g} s start-up per trial "
+        "for every method. Regret: the best validation accuracy (%) any method found on the "
+        "task minus the best this run had reported by then; mean over tasks and seeds ± the "
+        "standard deviation over seeds of the mean over tasks. Rank: 1 = best of all methods "
+        "on that task and seed.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+        *["| " + " | ".join(row) + " |" for row in rows],
+        "",
+        "![regret over the budget](tuning_lcbench.png)",
+        "",
+    ]
+    (RESULTS / "tuning_lcbench.md").write_text("\n".join(lines))
+    print("\n".join(lines))
+
+
+def _plot(summary: dict[str, Any]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(8, 5))
+    for method, entry in summary["methods"].items():
+        label = f"scaletune {method}" if method in OURS else method
+        style = "-" if method in OURS else "--"
+        axes.plot(GRID * 100, np.maximum(entry["regret_curve"], 1e-3), style, label=label)
+    axes.set_yscale("log")
+    axes.set_xlabel("simulated wall time (% of budget)")
+    axes.set_ylabel("mean regret of best val accuracy (% points)")
+    axes.set_title("LCBench, 4 parallel workers: lower is better")
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(RESULTS / "tuning_lcbench.png", dpi=110)
+
+
+if __name__ == "__main__":
+    main()
