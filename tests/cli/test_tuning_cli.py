@@ -117,3 +117,43 @@ def test_tune_without_waiting_runs_on_in_the_background(
     assert sum(shown["job_counts"].values()) == 2
     log = store_path.parent / "tuning" / f"{started['id']}.log"
     assert log.exists()
+
+
+def test_replay_runs_a_stored_tuning_job_again_with_another_strategy(
+    store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from scaletune.api import Session
+    from scaletune.simulation import simulate_tuning
+    from scaletune.tuning import summarize
+    from tests.simulation.test_replay import ToySource, _spec
+
+    with Session(store_path) as session:
+        original = simulate_tuning(_spec(max_jobs=8), ToySource(), session.store)
+        counts = summarize(session.store, original.id).job_counts
+    assert counts["Stopped"] > 0
+    code, out, _ = _cli(capsys, "tuning", "replay", original.id, "--json")
+    assert code == 0
+    same = json.loads(out)
+    assert same["id"] != original.id
+    assert same["best_objective"] == original.best_objective
+    assert same["job_counts"] == dict(counts)
+    code, out, _ = _cli(
+        capsys, "tuning", "replay", original.id, "--set", "strategy=Random", "--json"
+    )
+    assert code == 0
+    random = json.loads(out)
+    assert random["strategy"] == "Random"
+    with Session(store_path) as session:
+        reasons = [
+            trial.failure_reason or ""
+            for trial in session.store.training_jobs_of(random["id"])
+            if trial.status.value == "Stopped"
+        ]
+    # No scheduler stops anything; a trial whose nearest recorded curve was cut short by the
+    # original's Hyperband ends where that curve ends, and says so.
+    assert all(reason.startswith("as recorded: bracket") for reason in reasons)
+    code, _, err = _cli(capsys, "tuning", "replay", original.id, "--set", "max_jobs=0")
+    assert code == 2
+    assert "max_jobs" in err and len(err.strip().splitlines()) == 1
+    code, _, err = _cli(capsys, "tuning", "replay", "nope")
+    assert code == 2 and "nope" in err

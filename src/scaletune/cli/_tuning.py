@@ -128,6 +128,33 @@ def _finish(summary: TuningSummary, json_output: bool) -> None:
         raise typer.Exit(1)
 
 
+@tuning_app.command("replay")
+def tuning_replay(
+    tuning_id: str,
+    overrides: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="Change the replayed job: --set strategy=Random --set hyperband=... --set seed=3",
+        ),
+    ] = None,
+    json_output: JsonOption = False,
+    store: StoreOption = None,
+) -> None:
+    """Run a finished tuning job again in simulated time, on the learning curves its trials
+    recorded: what would this strategy, seed or budget have done? Takes seconds, trains nothing."""
+    from scaletune.simulation import replay_tuning
+
+    with Session(store) as session:
+        record = replay_tuning(
+            session.store, tuning_id, overrides or (), start_time=session.clock.time()
+        )
+        summary = summarize(session.store, record.id)
+    if not json_output:
+        err.print(f"replay of {tuning_id} (simulated time):", highlight=False)
+    _show(summary, json_output)
+
+
 @tuning_app.command("list")
 def tuning_list(
     limit: Annotated[int, typer.Option(min=1, help="At most this many, newest first.")] = 20,

@@ -5,7 +5,7 @@ schedulers. Nothing sleeps, so strategies can be compared over many tasks and se
 from scaletune.simulation._clock import SimulatedClock
 from scaletune.simulation._curves import ClusterCosts, Curve, CurvePoint, CurveSource
 from scaletune.simulation._lcbench import LCBenchSurrogate
-from scaletune.simulation._replay import ReplaySource
+from scaletune.simulation._replay import ReplaySource, replay_tuning
 from scaletune.simulation._runner import SimulatedTrialRunner
 from scaletune.simulation._simulate import simulate_tuning
 
@@ -18,5 +18,6 @@ __all__ = [
     "ReplaySource",
     "SimulatedClock",
     "SimulatedTrialRunner",
+    "replay_tuning",
     "simulate_tuning",
 ]

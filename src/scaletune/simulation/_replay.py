@@ -5,7 +5,7 @@ run gets the curve of the nearest one that was, measured on the job's own ranges
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
@@ -14,9 +14,17 @@ from pydantic import ValidationError
 from scaletune.algorithms import get_algorithm
 from scaletune.errors import InvalidInputError
 from scaletune.simulation._curves import Curve, CurvePoint
-from scaletune.spec import AlgorithmName, ParameterRange, TuningJobSpec, describe_validation_error
+from scaletune.simulation._simulate import simulate_tuning
+from scaletune.spec import (
+    AlgorithmName,
+    ParameterRange,
+    TuningJobSpec,
+    apply_override,
+    describe_validation_error,
+    tuning_spec_from_dict,
+)
 from scaletune.spec._tuning import CLUSTER_SIZE
-from scaletune.store import JobStatus, MetricPoint, Store, TrainingJobRecord
+from scaletune.store import JobStatus, MetricPoint, Store, TrainingJobRecord, TuningJobRecord
 
 
 @dataclass(frozen=True)
@@ -119,3 +127,19 @@ def _gap(parameter: ParameterRange, a: object, b: object) -> float:
     if distribution.log:
         low, high, x, y = (math.log(max(v, 1e-300)) for v in (low, high, x, y))
     return abs(x - y) / (high - low)
+
+
+def replay_tuning(
+    store: Store, tuning_job_id: str, overrides: Sequence[str] = (), *, start_time: float
+) -> TuningJobRecord:
+    """Run a stored tuning job again in simulated time on its own recorded curves, as it was
+    or changed by `--set`-style overrides (another strategy, seed, budget...); the replay is
+    a new tuning job in the same store."""
+    source = ReplaySource.from_store(store, tuning_job_id)
+    raw = source.spec.model_dump(mode="json", exclude_none=True)
+    for override in overrides:
+        apply_override(raw, override)
+    if raw.get("strategy") != "Hyperband":  # TOML has no null: another strategy drops it
+        raw.pop("hyperband", None)
+    spec = tuning_spec_from_dict(raw)
+    return simulate_tuning(spec, source, store, start_time=start_time)
