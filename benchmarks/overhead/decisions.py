@@ -118,7 +118,7 @@ def _scaletune_spec(budget: float, seed: int) -> TuningJobSpec:
             "strategy": "Hyperband",
             "hyperband": {"max_resource": EPOCHS},
             "ranges": {"x": {"type": "Continuous", "min_value": 0, "max_value": 1}},
-            "max_jobs": 100_000,
+            "max_jobs": 10_000,  # the budget is time
             "max_parallel_jobs": WORKERS,
             "max_runtime_seconds": budget,
             "seed": seed,

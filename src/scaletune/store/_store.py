@@ -228,6 +228,13 @@ class Store:
         self._update(tuning_jobs, tuning_id, stop_requested=True)
         return self.get_tuning_job(tuning_id)
 
+    def is_tuning_stop_requested(self, tuning_id: str) -> bool:
+        with self._engine.connect() as conn:
+            value = conn.execute(
+                select(tuning_jobs.c.stop_requested).where(tuning_jobs.c.id == tuning_id)
+            ).scalar_one_or_none()
+        return bool(value)
+
     def get_tuning_job(self, tuning_id: str) -> TuningJobRecord:
         with self._engine.connect() as conn:
             row = conn.execute(select(tuning_jobs).where(tuning_jobs.c.id == tuning_id)).first()

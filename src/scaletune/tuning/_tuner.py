@@ -224,6 +224,7 @@ class _Run:
         status, interrupted = JobStatus.COMPLETED, False
         limit = self.spec.max_runtime_seconds
         deadline = None if limit is None else started + limit
+        next_stop_check = started
         try:
             while self._launch_more() or self.running:
                 self._progress()
@@ -231,7 +232,11 @@ class _Run:
                 self._wait_for_a_trial(remaining)
                 if self.halt_reason is not None and status is JobStatus.STOPPED:
                     continue  # already stopping: wait for the trials to end
-                if self.store.get_tuning_job(self.id).stop_requested:
+                now, stop_requested = clock.monotonic(), False
+                if now >= next_stop_check:  # a store read per report would slow simulations
+                    next_stop_check = now + self.tuner.poll_seconds
+                    stop_requested = self.store.is_tuning_stop_requested(self.id)
+                if stop_requested:
                     self.halt_reason, status = "stop requested", JobStatus.STOPPED
                     self._stop_all("the tuning job was stopped")
                 elif deadline is not None and clock.monotonic() >= deadline:
