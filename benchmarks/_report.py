@@ -86,17 +86,23 @@ class Paired:
 
 
 def write(
-    name: str, title: str, results: dict[str, Any], table: list[list[str]], notes: str
+    name: str,
+    title: str,
+    results: dict[str, Any],
+    table: list[list[str]],
+    notes: str,
+    *,
+    environment: str = ".venv",
 ) -> None:
     RESULTS.mkdir(exist_ok=True)
-    command = " ".join(["python -m", f"benchmarks.{Path(sys.argv[0]).stem}", *sys.argv[1:]])
+    command = " ".join(["python -m", _module_of(Path(sys.argv[0])), *sys.argv[1:]])
     payload = {"command": command, "machine": machine(), **results}
     (RESULTS / f"{name}.json").write_text(json.dumps(payload, indent=2) + "\n")
     header, *rows = table
     lines = [
         f"# {title}",
         "",
-        f"Command: `{command}` (from the repository root, in `.venv`).",
+        f"Command: `{command}` (from the repository root, in `{environment}`).",
         f"Machine: {payload['machine']['cpus']} CPUs, {payload['machine']['platform']}, "
         f"Python {payload['machine']['python']}, {payload['machine']['date']}.",
         "",
@@ -109,3 +115,9 @@ def write(
     ]
     (RESULTS / f"{name}.md").write_text("\n".join(lines))
     print("\n".join(lines))
+
+
+def _module_of(script: Path) -> str:
+    """benchmarks/overhead/decisions.py -> benchmarks.overhead.decisions"""
+    relative = script.resolve().relative_to(RESULTS.parent.parent)
+    return ".".join(relative.with_suffix("").parts)

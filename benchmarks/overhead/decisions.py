@@ -279,8 +279,8 @@ per report of a whole tuning job whose curves are known up front; scaletune writ
 trial and verdict to its SQLite store (the simulated backend, one transaction per report);
 Optuna's in-memory storage keeps nothing on disk; Ray Tune's figure includes its actor messaging
 (a trainable is a process of its own), which is what its controller costs per report.
-Run in `.bench-venv`.
 """,
+        environment=".bench-venv",
     )
 
 

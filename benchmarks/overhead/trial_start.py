@@ -205,8 +205,9 @@ Each trial: 3 workers, a gloo group, one DDP step on a tiny model, one report. {
 rounds of {args.trials} trials each, alternating tools; one trial per tool first to warm both.
 Overhead = seconds per trial (a tuning job's wall time / trials) minus the workers' own step
 time. Ray's start-up (`ray.init`, {ray_init_seconds:.1f} s) is not counted; Ray Train V2,
-{WORKERS + 1} logical CPUs. Run in `.bench-venv` (Ray is not a scaletune dependency).
+{WORKERS + 1} logical CPUs.
 """,
+        environment=".bench-venv",
     )
 
 
