@@ -9,7 +9,7 @@ BENCH_STAMP := $(BENCH_VENV)/.installed
 BENCH_REQUIREMENTS := benchmarks/tuning/requirements.txt
 BENCH_CONSTRAINTS := benchmarks/tuning/constraints.txt
 
-.PHONY: demo test lint typecheck unit lock bench bench-env bench-tuning bench-overhead clean
+.PHONY: demo test lint typecheck unit lock bench bench-env bench-test bench-tuning bench-overhead clean
 
 demo: $(STAMP)
 	$(BIN)/scaletune demo
@@ -51,6 +51,9 @@ $(BENCH_STAMP): pyproject.toml $(BENCH_REQUIREMENTS) $(BENCH_CONSTRAINTS)
 	touch $(BENCH_STAMP)
 
 bench-env: $(BENCH_STAMP)
+
+bench-test: $(BENCH_STAMP)  # the simulation tests again, with YAHPO's surrogate installed
+	$(BENCH_VENV)/bin/python -m pytest -q tests/simulation
 
 bench-tuning: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python -m benchmarks.tuning.run
