@@ -30,7 +30,9 @@ from benchmarks.tuning._simulator import Trajectory, run_policy
 CHECKPOINTS = (0.25, 0.5, 1.0)
 GRID = np.linspace(0.02, 1.0, 50)  # fractions of the budget, for the plot
 OURS = ("Random", "Bayesian", "Hyperband", "Bayesian+Hyperband")
+CONTROL = "scaletune HyperbandScheduler on Ray's draws (control)"
 PEERS = (
+    CONTROL,
     "Optuna TPE+HyperbandPruner",
     "Ray Tune ASHA",
     "Ray Tune AsyncHyperBand",
@@ -50,9 +52,10 @@ def _run(method: str, task: Task, seed: int) -> tuple[Trajectory, int]:
         from benchmarks.tuning._scaletune import run_scaletune
 
         return run_scaletune(method, task, seed), 0
-    from benchmarks.tuning import _peers
+    from benchmarks.tuning import _controls, _peers
 
     policies: dict[str, Callable[[], Any]] = {
+        CONTROL: lambda: _controls.HyperbandOnRayDraws(seed),
         "Optuna TPE+HyperbandPruner": lambda: _peers.OptunaPolicy(seed),
         "Ray Tune ASHA": lambda: _peers.RayPolicy(seed, brackets=1),
         "Ray Tune AsyncHyperBand": lambda: _peers.RayPolicy(seed, brackets=3),
@@ -89,18 +92,40 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=10)
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=(*OURS, *PEERS),
+        help="run just these methods; the others' runs are kept from the committed JSON",
+    )
     args = parser.parse_args()
+    methods = args.only or (*OURS, *PEERS)
     jobs = [
         (method, task, seed)
         for task in TASKS[: args.tasks]
         for seed in range(args.seeds)
-        for method in (*OURS, *PEERS)
+        for method in methods
     ]
+    kept = _kept_runs(jobs) if args.only else []
     started = time.perf_counter()
     with multiprocessing.get_context("spawn").Pool(args.processes) as pool:
-        runs = pool.map(_one, jobs, chunksize=1)
+        runs = kept + pool.map(_one, jobs, chunksize=1)
     summary = _summarize(runs, args.seeds)
     _write(runs, summary, args, time.perf_counter() - started)
+
+
+def _kept_runs(jobs: list[tuple[str, str, int]]) -> list[dict[str, Any]]:
+    """The committed runs of the methods not run again, for the same tasks and seeds."""
+    rerun = {method for method, _, _ in jobs}
+    wanted = {(task, seed) for _, task, seed in jobs}
+    committed = json.loads((RESULTS / "tuning_lcbench.json").read_text())["runs"]
+    kept = [
+        run
+        for run in committed
+        if run["method"] not in rerun and (run["task"], run["seed"]) in wanted
+    ]
+    order = {method: index for index, method in enumerate((*OURS, *PEERS))}
+    return sorted(kept, key=lambda run: order[run["method"]])
 
 
 def _at(run: dict[str, Any], fraction: float) -> float:
@@ -114,7 +139,9 @@ def _summarize(runs: list[dict[str, Any]], seeds: int) -> dict[str, Any]:
     for run in runs:
         final = _at(run, 1.0)
         best_known[run["task"]] = max(best_known.get(run["task"], final), final)
-    methods = list(dict.fromkeys(run["method"] for run in runs))
+    order = (*OURS, *PEERS)
+    methods = sorted({run["method"] for run in runs}, key=order.index)
+    ranked = [method for method in methods if method != CONTROL]  # the control is not a rival
     by_key = {(r["method"], r["task"], r["seed"]): r for r in runs}
     tasks = list(best_known)
     summary: dict[str, Any] = {"best_known": best_known, "methods": {}}
@@ -129,16 +156,16 @@ def _summarize(runs: list[dict[str, Any]], seeds: int) -> dict[str, Any]:
             }
             per_seed = [statistics.fmean(regrets[(t, s)] for t in tasks) for s in range(seeds)]
             ranks = []
-            for t in tasks:
+            for t in tasks if method in ranked else ():
                 for s in range(seeds):
                     values = sorted(
-                        best_known[t] - _at(by_key[(m, t, s)], fraction) for m in methods
+                        best_known[t] - _at(by_key[(m, t, s)], fraction) for m in ranked
                     )
                     ranks.append(1 + values.index(regrets[(t, s)]))
             entry["checkpoints"][str(fraction)] = {
                 "mean_regret": statistics.fmean(regrets.values()),
                 "std_over_seeds": statistics.stdev(per_seed) if len(per_seed) > 1 else 0.0,
-                "mean_rank": statistics.fmean(ranks),
+                "mean_rank": statistics.fmean(ranks) if method in ranked else None,
             }
         for index in range(len(GRID)):
             values = [
@@ -163,9 +190,12 @@ def _write(runs: list[dict[str, Any]], summary: dict[str, Any], args: Any, wall:
     import platform
 
     RESULTS.mkdir(exist_ok=True)
-    command = "python -m benchmarks.tuning.run " + " ".join(sys.argv[1:])
+    command = ("python -m benchmarks.tuning.run " + " ".join(sys.argv[1:])).strip()
+    if args.only:  # the other methods' runs came from the committed results' command
+        earlier = json.loads((RESULTS / "tuning_lcbench.json").read_text())["command"]
+        command = f"{earlier}` then `{command}"
     meta = {
-        "command": command.strip(),
+        "command": command,
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "python": platform.python_version(),
         "platform": platform.platform(),
@@ -193,9 +223,8 @@ def _write(runs: list[dict[str, Any]], summary: dict[str, Any], args: Any, wall:
         for fraction in CHECKPOINTS:
             point = entry["checkpoints"][str(fraction)]
             cells.append(f"{point['mean_regret']:.3f} ± {point['std_over_seeds']:.3f}")
-        cells.append(
-            " / ".join(f"{entry['checkpoints'][str(f)]['mean_rank']:.2f}" for f in CHECKPOINTS)
-        )
+        ranks = [entry["checkpoints"][str(f)]["mean_rank"] for f in CHECKPOINTS]
+        cells.append(" / ".join("-" if rank is None else f"{rank:.2f}" for rank in ranks))
         rows.append(cells)
     lines = [
         "# Tuning on LCBench (YAHPO Gym surrogate): scaletune against Optuna, Ray Tune, Syne Tune",
@@ -211,7 +240,8 @@ def _write(runs: list[dict[str, Any]], summary: dict[str, Any], args: Any, wall:
         "for every method. Regret: the best validation accuracy (%) any method found on the "
         "task minus the best this run had reported by then; mean over tasks and seeds ± the "
         "standard deviation over seeds of the mean over tasks. Rank: 1 = best of all methods "
-        "on that task and seed.",
+        "on that task and seed (the control not counted). The control runs scaletune's "
+        "Hyperband scheduler on exactly the random configurations Ray Tune's methods draw.",
         "",
         "| " + " | ".join(header) + " |",
         "|" + "---|" * len(header),
@@ -233,7 +263,7 @@ def _plot(summary: dict[str, Any]) -> None:
     figure, axes = plt.subplots(figsize=(8, 5))
     for method, entry in summary["methods"].items():
         label = f"scaletune {method}" if method in OURS else method
-        style = "-" if method in OURS else "--"
+        style = "-" if method in OURS else ":" if method == CONTROL else "--"
         axes.plot(GRID * 100, np.maximum(entry["regret_curve"], 1e-3), style, label=label)
     axes.set_yscale("log")
     axes.set_xlabel("simulated wall time (% of budget)")

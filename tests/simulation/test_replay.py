@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -50,12 +49,6 @@ def _spec(**changes: Any) -> TuningJobSpec:
     }
     raw.update(changes)
     return tuning_spec_from_dict(raw)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    with Store(f"sqlite:///{tmp_path / 'sim.db'}") as opened:
-        yield opened
 
 
 def _decisions(store: Store, tuning_id: str) -> list[tuple[object, ...]]:

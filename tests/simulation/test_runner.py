@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -56,12 +55,6 @@ def _spec(**changes: Any) -> TuningJobSpec:
     }
     raw.update(changes)
     return tuning_spec_from_dict(raw)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    with Store(f"sqlite:///{tmp_path / 'sim.db'}") as opened:
-        yield opened
 
 
 def test_seed_1_puts_every_trial_in_the_most_aggressive_bracket() -> None:

@@ -14,8 +14,8 @@ from scaletune.errors import InvalidInputError
 from scaletune.simulation._clock import SimulatedClock
 from scaletune.simulation._curves import Curve, CurveSource
 from scaletune.spec import TrainingJobSpec
-from scaletune.store import JobOutcome, JobStatus, MetricPoint, NewTrainingJob, Store
-from scaletune.training import Stopper
+from scaletune.store import JobOutcome, JobStatus, MetricPoint, Store
+from scaletune.training import Stopper, new_job_record
 from scaletune.tuning._runners import OnReport
 from scaletune.worker import Report
 
@@ -71,15 +71,11 @@ class SimulatedTrialRunner:
     ) -> int | None:
         curve = self.source.curve(spec.hyperparameters, spec.instance_count)
         self.store.create_training_job(
-            NewTrainingJob(
-                id=job_id,
-                name=spec.name,
-                algorithm=spec.algorithm.value,
-                spec=spec.model_dump(mode="json"),
-                hyperparameters=dict(spec.hyperparameters),
-                instance_count=spec.instance_count,
+            new_job_record(
+                spec,
+                job_id,
                 created_at=self.clock.time(),
-                log_dir="",
+                log_dir="",  # no worker writes a log
                 tuning_job_id=tuning_job_id,
                 trial_number=trial_number,
             )

@@ -1,6 +1,6 @@
 """A training job's life, from spec to finished record."""
 
-from scaletune.training._controller import PreparedJob, TrainingController
+from scaletune.training._controller import PreparedJob, TrainingController, new_job_record
 from scaletune.training._orphans import (
     controller_alive,
     process_alive,
@@ -16,6 +16,7 @@ __all__ = [
     "Stopper",
     "TrainingController",
     "controller_alive",
+    "new_job_record",
     "process_alive",
     "reconcile_orphan",
     "remove_scratch",

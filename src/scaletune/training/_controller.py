@@ -96,13 +96,9 @@ class TrainingController:
         job_id = job_id or new_job_id(spec.name or spec.algorithm.value, now)
         paths = JobPaths.for_job(self.jobs_dir, job_id, spec)
         self.store.create_training_job(
-            NewTrainingJob(
-                id=job_id,
-                name=spec.name,
-                algorithm=spec.algorithm.value,
-                spec=spec.model_dump(mode="json"),
-                hyperparameters=dict(spec.hyperparameters),
-                instance_count=spec.instance_count,
+            new_job_record(
+                spec,
+                job_id,
                 created_at=now,
                 log_dir=str(paths.logs),
                 tuning_job_id=tuning_job_id,
@@ -314,6 +310,30 @@ class TrainingController:
         shutil.copytree(staged, partial)
         partial.rename(target)
         return target
+
+
+def new_job_record(
+    spec: TrainingJobSpec,
+    job_id: str,
+    *,
+    created_at: float,
+    log_dir: str,
+    tuning_job_id: str | None = None,
+    trial_number: int | None = None,
+) -> NewTrainingJob:
+    """The record a job starts with (Pending), as the store keeps it."""
+    return NewTrainingJob(
+        id=job_id,
+        name=spec.name,
+        algorithm=spec.algorithm.value,
+        spec=spec.model_dump(mode="json"),
+        hyperparameters=dict(spec.hyperparameters),
+        instance_count=spec.instance_count,
+        created_at=created_at,
+        log_dir=log_dir,
+        tuning_job_id=tuning_job_id,
+        trial_number=trial_number,
+    )
 
 
 def _failure(failures: list[Failed | Exited]) -> _Ending:
