@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import tempfile
@@ -19,10 +20,25 @@ SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 BANK_MARKETING_FILE = SHARED_DATA / "bank-marketing" / "bank-additional-full.csv"
 
 _allowed_pids: set[int] = set()
+_allowed_roots: set[int] = set()  # whole process trees a module-wide service owns (Ray)
 
 
 def _children() -> set[int]:
-    return {child.pid for child in psutil.Process().children(recursive=True)}
+    allowed: set[int] = set()
+    for root in _allowed_roots:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            allowed |= {root} | {c.pid for c in psutil.Process(root).children(recursive=True)}
+    return {child.pid for child in psutil.Process().children(recursive=True)} - allowed
+
+
+@contextlib.contextmanager
+def allow_process_tree(roots: set[int]) -> Iterator[None]:
+    """Processes under these (and those they start later) are not leaks while this lasts."""
+    _allowed_roots.update(roots)
+    try:
+        yield
+    finally:
+        _allowed_roots.difference_update(roots)
 
 
 def _listening() -> set[tuple[str, int]]:

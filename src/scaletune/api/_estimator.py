@@ -9,7 +9,7 @@ from typing import Any
 
 from scaletune.api._job import TrainingJob
 from scaletune.api._session import Session
-from scaletune.cluster import WorkerGroup
+from scaletune.cluster import Group
 from scaletune.spec import ChannelSpec, TrainingJobSpec, training_spec_from_dict
 from scaletune.training import Stopper
 
@@ -66,7 +66,7 @@ class Estimator:
                 session.close()
             raise
         stop = Stopper()
-        groups: list[WorkerGroup] = []
+        groups: list[Group] = []
 
         def run() -> None:
             try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from scaletune.clock import Clock, SystemClock
-from scaletune.cluster import LocalBackend
+from scaletune.cluster import Backend, LocalBackend
 from scaletune.store import Store, StoreLocation, resolve_store
 from scaletune.training import TrainingController
 
@@ -17,13 +17,13 @@ class Session:
         self,
         store: str | Path | None = None,
         *,
-        backend: LocalBackend | None = None,
+        backend: Backend | None = None,
         clock: Clock | None = None,
     ) -> None:
         self.location: StoreLocation = resolve_store(store)
         self.store = Store(self.location.url)
         self._owns_backend = backend is None
-        self.backend = backend or LocalBackend()
+        self.backend: Backend = backend or LocalBackend()
         self.clock = clock or SystemClock()
         self.controller = TrainingController(
             self.store, self.backend, self.location.jobs_dir, clock=self.clock

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import signal
 import sys
@@ -14,9 +15,17 @@ import typer
 
 from scaletune.api import Session
 from scaletune.cli._experiment import convergence, experiment_app, report
-from scaletune.cli._options import JsonOption, StoreOption, err, out
+from scaletune.cli._options import (
+    BackendOption,
+    JsonOption,
+    RayAddressOption,
+    StoreOption,
+    err,
+    out,
+)
 from scaletune.cli._render import job_summary, jobs_table, print_json, progress
 from scaletune.cli._tuning import tune, tuning_app
+from scaletune.cluster import make_backend
 from scaletune.errors import InvalidInputError, ScaletuneError, StoreError
 from scaletune.spec import TrainingJobSpec, load_training_spec
 from scaletune.store import JobStatus, RejectedMetric, TrainingJobRecord
@@ -48,10 +57,13 @@ def train(
     ] = None,
     json_output: JsonOption = False,
     store: StoreOption = None,
+    backend: BackendOption = None,
+    ray_address: RayAddressOption = None,
 ) -> None:
     """Run a training job and print its summary."""
-    spec = load_training_spec(file, overrides or ())
-    _run_job(spec, store, json_output)
+    chosen = [f"cluster.backend={backend}"] if backend else []
+    spec = load_training_spec(file, [*(overrides or ()), *chosen])
+    _run_job(spec, store, json_output, ray_address)
 
 
 @app.command()
@@ -140,9 +152,11 @@ def jobs_stop(job_id: str, store: StoreOption = None) -> None:
     out.print(f"stop requested for job {job_id} (status {record.status.value})")
 
 
-def _run_job(spec: TrainingJobSpec, store: str | None, json_output: bool) -> None:
-    with Session(store, backend=None) as session:
-        session.backend.warm_pool = False  # one job per command: nothing to keep warm
+def _run_job(
+    spec: TrainingJobSpec, store: str | None, json_output: bool, ray_address: str | None = None
+) -> None:
+    backend = make_backend(spec.cluster.backend, ray_address, warm_pool=False)
+    with contextlib.closing(backend), Session(store, backend=backend) as session:
         job = session.controller.prepare(spec)
         title = f"job {job.id}: {spec.instance_count} worker(s), {spec.algorithm}"
         if not json_output:

@@ -19,3 +19,20 @@ StoreOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the record as JSON.")]
+BackendOption = Annotated[
+    str | None,
+    typer.Option(
+        "--backend",
+        help="Where workers run: 'local' (processes here) or 'ray' (actors on a Ray cluster); "
+        "default: the job file's cluster.backend.",
+    ),
+]
+RayAddressOption = Annotated[
+    str | None,
+    typer.Option(
+        "--ray-address",
+        envvar="RAY_ADDRESS",
+        help="A Ray cluster to join ('auto', 'HOST:6379', 'ray://HOST:10001'); without it "
+        "the ray backend starts a local Ray instance for the run and stops it after.",
+    ),
+]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -13,10 +14,18 @@ import typer
 from rich.table import Table
 
 from scaletune.api import Session
-from scaletune.cli._options import JsonOption, StoreOption, err, out
+from scaletune.cli._options import (
+    BackendOption,
+    JsonOption,
+    RayAddressOption,
+    StoreOption,
+    err,
+    out,
+)
 from scaletune.cli._render import print_json
-from scaletune.spec import load_tuning_spec
-from scaletune.store import JobStatus
+from scaletune.cluster import make_backend
+from scaletune.spec import BackendName, load_tuning_spec
+from scaletune.store import JobStatus, Store, resolve_store
 from scaletune.tuning import (
     TuningController,
     TuningProgress,
@@ -44,14 +53,18 @@ def tune(
         ),
     ] = False,
     store: StoreOption = None,
+    backend: BackendOption = None,
+    ray_address: RayAddressOption = None,
 ) -> None:
     """Run a tuning job: every trial is a distributed training job."""
-    spec = load_tuning_spec(file, overrides or ())
-    with Session(store) as session:
+    chosen = [f"training.cluster.backend={backend}"] if backend else []
+    spec = load_tuning_spec(file, [*(overrides or ()), *chosen])
+    workers = make_backend(spec.training.cluster.backend, ray_address)
+    with contextlib.closing(workers), Session(store, backend=workers) as session:
         tuner = TuningController(session.controller)
         tuning_id = tuner.create(spec)
         if no_wait:
-            log = _run_in_background(session, tuning_id)
+            log = _run_in_background(session, tuning_id, ray_address)
             if json_output:
                 print_json(summarize(session.store, tuning_id).to_json_dict())
             else:
@@ -73,21 +86,30 @@ def tune(
 
 @tuning_app.command("resume")
 def tuning_resume(
-    tuning_id: str, json_output: JsonOption = False, store: StoreOption = None
+    tuning_id: str,
+    json_output: JsonOption = False,
+    store: StoreOption = None,
+    ray_address: RayAddressOption = None,
 ) -> None:
     """Finish a tuning job whose controller died (even by kill -9): nothing runs twice."""
-    with Session(store) as session:
+    with Store(resolve_store(store).url) as records:  # which backend its trials ask for
+        spec = records.get_tuning_job(tuning_id).spec
+    name = BackendName(spec.get("training", {}).get("cluster", {}).get("backend", "local"))
+    workers = make_backend(name, ray_address)
+    with contextlib.closing(workers), Session(store, backend=workers) as session:
         tuner = TuningController(session.controller)
         summary = _with_progress(session, tuner, tuning_id, lambda: tuner.resume(tuning_id))
     _finish(summary, json_output)
 
 
-def _run_in_background(session: Session, tuning_id: str) -> Path:
+def _run_in_background(session: Session, tuning_id: str, ray_address: str | None) -> Path:
     """`scaletune tuning resume ID` in a new session, so it outlives this command and its
     terminal; it runs the Pending job from the start."""
     log = session.location.home / "tuning" / f"{tuning_id}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     environment = {**os.environ, "SCALETUNE_STORE": session.location.url}
+    if ray_address is not None:
+        environment["RAY_ADDRESS"] = ray_address
     with log.open("ab") as output:
         subprocess.Popen(
             [sys.executable, "-m", "scaletune", "tuning", "resume", tuning_id],

@@ -1,6 +1,31 @@
-"""Places worker groups and gives them what they need to find each other."""
+"""Places worker groups and gives them what they need to find each other: local processes
+(`LocalBackend`) or Ray actors (`RayBackend`, imported only when asked for)."""
 
+from typing import TYPE_CHECKING, Any
+
+from scaletune.cluster._backend import Backend, Group, make_backend
 from scaletune.cluster._local import LocalBackend, WorkerGroup
 from scaletune.cluster._rendezvous import GroupRendezvous, free_port
 
-__all__ = ["GroupRendezvous", "LocalBackend", "WorkerGroup", "free_port"]
+if TYPE_CHECKING:
+    from scaletune.cluster._ray import RayBackend, WorkerResources
+
+__all__ = [
+    "Backend",
+    "Group",
+    "GroupRendezvous",
+    "LocalBackend",
+    "RayBackend",
+    "WorkerGroup",
+    "WorkerResources",
+    "free_port",
+    "make_backend",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("RayBackend", "WorkerResources"):
+        from scaletune.cluster import _ray
+
+        return getattr(_ray, name)
+    raise AttributeError(name)

@@ -15,7 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 
-from scaletune.errors import InvalidInputError, WorkerStartError
+from scaletune.cluster._programs import check_importable
+from scaletune.cluster._rendezvous import LOOPBACK
+from scaletune.errors import WorkerStartError
+from scaletune.spec import BackendName, ClusterSpec
 from scaletune.worker import Exited, Finished, Ready, WorkerEvent, WorkerTask
 
 DEFAULT_PRELOAD = ("numpy", "pandas", "xgboost", "scaletune.algorithms")
@@ -64,13 +67,14 @@ class LocalBackend:
         with self._lock:
             return [worker.pid for worker in self._idle]
 
-    def launch(self, tasks: Sequence[WorkerTask]) -> WorkerGroup:
-        for task in tasks:
-            if getattr(task.program, "__module__", None) == "__main__":
-                raise InvalidInputError(
-                    f"worker program {task.program.__qualname__!r} is defined in __main__; "
-                    "workers import programs by module name, so define it in a module"
-                )
+    name = BackendName.LOCAL
+    rendezvous_host = LOOPBACK  # every worker runs on this machine
+
+    def launch(
+        self, tasks: Sequence[WorkerTask], cluster: ClusterSpec | None = None
+    ) -> WorkerGroup:
+        """`cluster` asks for Ray's placement and reservations: nothing to do here."""
+        check_importable(tasks)
         payloads = [(task.rank, pickle.dumps(task)) for task in tasks]  # fail before spawning
         workers = self._acquire(len(tasks))
         group = WorkerGroup(self, workers)

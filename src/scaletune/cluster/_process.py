@@ -12,11 +12,11 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from scaletune.worker import Failed, Finished, Ready, WorkerContext, WorkerTask
+from scaletune.worker import Failed, Finished, Ready, Report, WorkerContext, WorkerTask
 
 PARENT_CHECK_SECONDS = 0.5
 
@@ -38,24 +38,24 @@ def serve(conn: Connection, parent_pid: int) -> None:
         if message is None:
             return
         rank, payload = message
-        try:
-            task = pickle.loads(payload)
-        except Exception as exc:  # e.g. the program's module cannot be imported here
-            conn.send(
-                Failed(
-                    rank,
-                    f"cannot load the task: {type(exc).__name__}: {exc}",
-                    traceback.format_exc(),
-                )
-            )
-            continue
-        conn.send(_run(task, conn))
+        conn.send(run_payload(rank, payload, conn.send))
 
 
-def _run(task: WorkerTask, conn: Connection) -> Finished | Failed:
+def run_payload(rank: int, payload: bytes, send: Callable[[Report], None]) -> Finished | Failed:
+    """Run one pickled task to its end; its reports go to `send` as they come."""
+    try:
+        task = pickle.loads(payload)
+    except Exception as exc:  # e.g. the program's module cannot be imported here
+        return Failed(
+            rank, f"cannot load the task: {type(exc).__name__}: {exc}", traceback.format_exc()
+        )
+    return _run(task, send)
+
+
+def _run(task: WorkerTask, send: Callable[[Report], None]) -> Finished | Failed:
     with _output_to(task.log_path):
         try:
-            task.program(WorkerContext(task, conn.send))
+            task.program(WorkerContext(task, send))
         except BaseException as exc:  # the job fails with this worker's error, whatever it is
             trace = traceback.format_exc()
             print(trace, file=sys.stderr, flush=True)

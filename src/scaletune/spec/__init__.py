@@ -20,13 +20,16 @@ from scaletune.spec._ranges import (
 )
 from scaletune.spec._training import (
     AlgorithmName,
+    BackendName,
     BuiltinDataset,
     ChannelName,
     ChannelSpec,
+    ClusterSpec,
     DistributionSpec,
     DistributionStrategy,
     HyperparameterValue,
     MetricDefinition,
+    Placement,
     ScriptSpec,
     ShardingMode,
     SyncMode,
@@ -43,10 +46,12 @@ from scaletune.spec._tuning import (
 
 __all__ = [
     "AlgorithmName",
+    "BackendName",
     "BuiltinDataset",
     "CategoricalRange",
     "ChannelName",
     "ChannelSpec",
+    "ClusterSpec",
     "ContinuousRange",
     "DistributionSpec",
     "DistributionStrategy",
@@ -57,6 +62,7 @@ __all__ = [
     "MetricDefinition",
     "ObjectiveType",
     "ParameterRange",
+    "Placement",
     "Range",
     "Scaling",
     "ScriptSpec",

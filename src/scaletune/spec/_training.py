@@ -50,6 +50,26 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
 
 
+class BackendName(StrEnum):
+    LOCAL = "local"  # worker processes on this machine
+    RAY = "ray"  # Ray actors in one placement group
+
+
+class Placement(StrEnum):
+    PACK = "PACK"  # as few nodes as possible
+    SPREAD = "SPREAD"  # across nodes, as far as they go
+
+
+class ClusterSpec(_Frozen):
+    """Where the workers run and what each reserves (Ray; the local backend ignores the rest)."""
+
+    backend: BackendName = BackendName.LOCAL
+    placement: Placement = Placement.PACK
+    cpus_per_worker: float = Field(default=1.0, ge=0)
+    gpus_per_worker: float = Field(default=0.0, ge=0)
+    memory_per_worker_mb: int | None = Field(default=None, ge=1)
+
+
 class DistributionSpec(_Frozen):
     strategy: DistributionStrategy = DistributionStrategy.ALLREDUCE
     mode: SyncMode = SyncMode.SYNC  # parameter_server only
@@ -157,6 +177,7 @@ class TrainingJobSpec(_Frozen):
     hyperparameters: dict[str, HyperparameterValue] = Field(default_factory=dict)
     instance_count: int = Field(default=1, ge=1, le=256)
     distribution: DistributionSpec = Field(default_factory=DistributionSpec)
+    cluster: ClusterSpec = Field(default_factory=ClusterSpec)
     channels: dict[ChannelName, ChannelSpec] = Field(default_factory=dict)
     output_path: Path | None = None
     seed: int = Field(default=0, ge=0, le=2**31 - 1)

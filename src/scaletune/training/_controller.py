@@ -14,8 +14,9 @@ from pydantic import BaseModel
 
 from scaletune.algorithms import Algorithm, PreparedData, get_algorithm
 from scaletune.clock import Clock, SystemClock
-from scaletune.cluster import GroupRendezvous, LocalBackend, WorkerGroup
+from scaletune.cluster import Backend, Group, GroupRendezvous
 from scaletune.data import PreparedDatasets, TableFiles, load_channels
+from scaletune.errors import InvalidInputError
 from scaletune.spec import ShardingMode, TrainingJobSpec
 from scaletune.store import (
     JobOutcome,
@@ -59,7 +60,7 @@ class TrainingController:
     def __init__(
         self,
         store: Store,
-        backend: LocalBackend,
+        backend: Backend,
         jobs_dir: Path,
         *,
         clock: Clock | None = None,
@@ -88,6 +89,12 @@ class TrainingController:
         trial_number: int | None = None,
     ) -> PreparedJob:
         """Load and check every input; only then write the job (Pending) to the store."""
+        if spec.cluster.backend is not self.backend.name:
+            raise InvalidInputError(
+                f"cluster.backend={spec.cluster.backend.value!r}, but this session places "
+                f"workers with the {self.backend.name.value!r} backend (CLI: --backend "
+                f"{spec.cluster.backend.value}; Python: Session(backend=...))"
+            )
         algorithm = get_algorithm(spec.algorithm)
         hyperparameters = algorithm.parse_hyperparameters(spec.hyperparameters)
         data = algorithm.prepare_data(hyperparameters, load_channels(spec, self.datasets))
@@ -111,7 +118,7 @@ class TrainingController:
         self,
         job: PreparedJob,
         stop: Stopper | None = None,
-        on_started: Callable[[WorkerGroup], None] | None = None,
+        on_started: Callable[[Group], None] | None = None,
         on_report: Callable[[Report], None] | None = None,
     ) -> TrainingJobRecord:
         """Run to the end. Ctrl-C stops the job (status Stopped), then re-raises.
@@ -124,12 +131,12 @@ class TrainingController:
         scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{job.id}-"))
         final_metrics: dict[str, float] = {}
         pending: list[MetricPoint] = []  # reports not yet in the store
-        group: WorkerGroup | None = None
+        group: Group | None = None
         rendezvous: GroupRendezvous | None = None
         interrupted = False
         try:
             tasks, rendezvous = self._tasks(job, scratch)
-            group = self.backend.launch(tasks)
+            group = self.backend.launch(tasks, job.spec.cluster)
             if on_started is not None:
                 on_started(group)
             ending = self._supervise(
@@ -202,6 +209,7 @@ class TrainingController:
             world_size,
             xgboost_tracker=job.algorithm.wants_xgboost_tracker(job.spec) and world_size > 1,
             worker_ports=job.spec.script is not None,
+            host=self.backend.rendezvous_host,
         )
         tasks = [
             WorkerTask(
@@ -227,7 +235,7 @@ class TrainingController:
     def _supervise(
         self,
         job: PreparedJob,
-        group: WorkerGroup,
+        group: Group,
         stop: Stopper,
         started: float,
         final_metrics: dict[str, float],
@@ -292,7 +300,7 @@ class TrainingController:
         return stopping or _Ending(JobStatus.COMPLETED)
 
     def _with_root_cause(
-        self, group: WorkerGroup, failures: list[Failed | Exited]
+        self, group: Group, failures: list[Failed | Exited]
     ) -> list[Failed | Exited]:
         """A worker's death makes its peers' collectives fail: give a death time to show."""
         if not any(isinstance(event, Exited) for event in failures):
@@ -343,7 +351,8 @@ def _failure(failures: list[Failed | Exited]) -> _Ending:
         event = died[0]
         return _Ending(
             JobStatus.FAILED,
-            f"worker {event.rank} exited unexpectedly ({_exit_text(event.exitcode)})",
+            f"worker {event.rank} exited unexpectedly "
+            f"({event.reason or _exit_text(event.exitcode)})",
         )
     first = failures[0]
     assert isinstance(first, Failed)

@@ -37,6 +37,7 @@ class Exited:
 
     rank: int
     exitcode: int | None
+    reason: str | None = None  # what the backend knows of why (Ray: node lost, OOM...)
 
 
 WorkerEvent = Report | Finished | Failed | Exited

@@ -1,0 +1,65 @@
+"""What the training controller needs of a backend, whichever places the workers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from scaletune.errors import InvalidInputError
+from scaletune.spec import BackendName, ClusterSpec
+from scaletune.worker import WorkerEvent, WorkerTask
+
+
+class Group(Protocol):
+    """The N workers of one job, which live and die as one."""
+
+    @property
+    def all_finished(self) -> bool: ...
+
+    @property
+    def pids(self) -> list[int]: ...
+
+    def poll(self, timeout: float) -> list[WorkerEvent]: ...
+
+    def release(self) -> None: ...
+
+    def kill(self) -> None: ...
+
+
+class Backend(Protocol):
+    warm_pool: bool  # keep workers of finished jobs for the next ones
+
+    @property
+    def name(self) -> BackendName: ...
+
+    @property
+    def rendezvous_host(self) -> str:
+        """The address workers reach the controller's services at (XGBoost's tracker)."""
+        ...
+
+    def launch(self, tasks: Sequence[WorkerTask], cluster: ClusterSpec | None = None) -> Group:
+        """Place one job's workers (where and with what its ClusterSpec says) and start them."""
+        ...
+
+    def ensure_capacity(self, workers: int) -> None: ...
+
+    def prestart(self, workers: int) -> None:
+        """Get this many workers ready before the jobs that will use them, where it helps."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def make_backend(name: BackendName, ray_address: str | None = None, **options: Any) -> Backend:
+    """The backend a job or tuning job asks for; Ray's is imported only when asked for."""
+    if name is BackendName.RAY:
+        from scaletune.cluster._ray import RayBackend
+
+        return RayBackend(address=ray_address, **options)
+    if ray_address is not None:
+        raise InvalidInputError(
+            f"--ray-address {ray_address!r} goes with the ray backend, not {name.value!r}"
+        )
+    from scaletune.cluster._local import LocalBackend
+
+    return LocalBackend(**options)

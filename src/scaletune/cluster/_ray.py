@@ -1,0 +1,359 @@
+"""Worker groups as Ray actors: a job's N workers in one placement group (PACK or SPREAD), each
+running the very same worker programs as a local worker process. Ray only places them; rank,
+world size and rendezvous come from the controller as for the local backend.
+
+Ray is imported only here, and only when a RayBackend is made (pip install 'scaletune[ray]').
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib
+import pickle
+import sys
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scaletune.cluster._process import run_payload
+from scaletune.cluster._programs import check_importable
+from scaletune.cluster._rendezvous import LOOPBACK, free_port
+from scaletune.errors import InvalidInputError, WorkerStartError
+from scaletune.spec import BackendName, ClusterSpec, Placement
+from scaletune.worker import Exited, Failed, Finished, WorkerEvent, WorkerTask
+
+DEFAULT_PRELOAD = ("numpy", "pandas", "xgboost", "scaletune.algorithms")
+
+
+@dataclass(frozen=True)
+class WorkerResources:
+    """What Ray reserves for each worker of a job, and how the job's workers are spread."""
+
+    cpus: float = 1.0
+    gpus: float = 0.0
+    memory_bytes: int | None = None
+    placement: Placement = Placement.PACK
+
+    def __post_init__(self) -> None:
+        if self.cpus < 0 or self.gpus < 0:
+            raise InvalidInputError(f"worker resources cannot be negative (got {self})")
+
+    @classmethod
+    def of(cls, cluster: ClusterSpec) -> WorkerResources:
+        memory = cluster.memory_per_worker_mb
+        return cls(
+            cluster.cpus_per_worker,
+            cluster.gpus_per_worker,
+            None if memory is None else memory * 2**20,
+            cluster.placement,
+        )
+
+    def bundle(self) -> dict[str, float]:
+        bundle = {"CPU": self.cpus}
+        if self.gpus:
+            bundle["GPU"] = self.gpus
+        if self.memory_bytes is not None:
+            bundle["memory"] = float(self.memory_bytes)
+        return bundle
+
+
+class _Worker:
+    """A Ray actor (made remote in RayBackend): imports once, runs task after task. `run` and
+    `drain` run in two threads of the actor, so reports stream while the task runs."""
+
+    def __init__(self, sys_path: list[str], preload: tuple[str, ...]) -> None:
+        sys.path[:] = sys_path  # task programs are pickled by reference to their module
+        for module in preload:
+            importlib.import_module(module)
+        self._events: list[WorkerEvent] = []
+        self._lock = threading.Lock()
+
+    def address(self) -> tuple[str, int]:
+        """Where rank 0 can be reached: its node's address and a free port there."""
+        ray: Any = importlib.import_module("ray")
+        host: str = ray.util.get_node_ip_address()
+        return host, free_port(host)
+
+    def run(self, rank: int, payload: bytes) -> Finished | Failed:
+        return run_payload(rank, payload, self._put)
+
+    def _put(self, event: WorkerEvent) -> None:
+        with self._lock:
+            self._events.append(event)
+
+    def drain(self) -> list[WorkerEvent]:
+        with self._lock:
+            events, self._events = self._events, []
+        return events
+
+
+@dataclass
+class _Placed:
+    """A placement group and its actors, one per bundle, rank order."""
+
+    group: Any
+    actors: list[Any]
+    resources: WorkerResources
+
+
+class RayBackend:
+    """Places each job's workers as actors on a Ray cluster.
+
+    `address` None starts a local Ray instance for this backend and stops it on close; an
+    address ("auto", "ray://host:10001", "host:6379") joins that cluster. Groups that finished
+    cleanly wait for the next job of the same size (the warm pool).
+    """
+
+    def __init__(
+        self,
+        *,
+        address: str | None = None,
+        warm_pool: bool = True,
+        max_idle_workers: int = 8,
+        preload: tuple[str, ...] = DEFAULT_PRELOAD,
+        start_timeout_seconds: float = 120.0,
+        num_cpus: int | None = None,
+    ) -> None:
+        try:
+            ray: Any = importlib.import_module("ray")  # Any: its stubs are partial
+        except ImportError:
+            raise InvalidInputError(
+                "the ray backend needs Ray: pip install 'scaletune[ray]'"
+            ) from None
+        self._ray = ray
+        self._started_ray = False
+        if not ray.is_initialized():
+            ray.init(
+                address=address,
+                num_cpus=num_cpus if address is None else None,
+                include_dashboard=False,
+                log_to_driver=False,
+                configure_logging=False,
+            )
+            self._started_ray = True
+        self.warm_pool = warm_pool
+        self.max_idle_workers = max_idle_workers
+        self._preload = preload
+        self._start_timeout = start_timeout_seconds
+        self._remote_worker = ray.remote(max_concurrency=2, max_restarts=0)(_Worker)
+        self._idle: list[_Placed] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        # The XGBoost tracker runs in the controller: workers on other nodes reach it here.
+        self.rendezvous_host = LOOPBACK if address is None else ray.util.get_node_ip_address()
+
+    name = BackendName.RAY
+
+    def launch(
+        self, tasks: Sequence[WorkerTask], cluster: ClusterSpec | None = None
+    ) -> RayWorkerGroup:
+        """Place the job's workers as its ClusterSpec asks (placement, resources per worker)."""
+        check_importable(tasks)
+        placed = self._acquire(len(tasks), WorkerResources.of(cluster or ClusterSpec()))
+        try:
+            host, port = self._ray.get(placed.actors[0].address.remote())
+            tasks = [_with_master(task, host, port) for task in tasks]
+            runs = [
+                actor.run.remote(task.rank, pickle.dumps(task))
+                for actor, task in zip(placed.actors, tasks, strict=True)
+            ]
+        except BaseException:
+            self._destroy(placed)
+            raise
+        return RayWorkerGroup(self, placed, runs)
+
+    def ensure_capacity(self, workers: int) -> None:
+        """Keep up to this many idle workers warm (a tuning job's parallel trials)."""
+        with self._lock:
+            self.max_idle_workers = max(self.max_idle_workers, workers)
+
+    def prestart(self, workers: int) -> None:
+        """Ray's pool holds whole groups, of the size each job asks for: nothing to start
+        before a job says its size, so this only makes room."""
+        self.ensure_capacity(workers)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for placed in idle:
+            self._destroy(placed)
+        if self._started_ray:
+            self._started_ray = False
+            self._ray.shutdown()
+
+    def __enter__(self) -> RayBackend:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _acquire(self, count: int, resources: WorkerResources) -> _Placed:
+        with self._lock:
+            if self._closed:
+                raise WorkerStartError("this backend is closed")
+            for index, placed in enumerate(self._idle):
+                if len(placed.actors) == count and placed.resources == resources:
+                    return self._idle.pop(index)
+        self._make_room(count, resources)
+        return self._place(count, resources)
+
+    def _make_room(self, count: int, resources: WorkerResources) -> None:
+        """Idle groups hold their reservations: end the oldest until a new group would fit."""
+        wanted = {key: value * count for key, value in resources.bundle().items()}
+        while True:
+            available = self._ray.available_resources()
+            if all(available.get(key, 0.0) >= value for key, value in wanted.items()):
+                return
+            with self._lock:
+                if not self._idle:
+                    return  # busy groups hold the rest: placement waits for them
+                oldest = self._idle.pop(0)
+            self._destroy(oldest)
+            self._await_release(oldest)
+
+    def _await_release(self, placed: _Placed) -> None:
+        """A removed placement group gives its resources back asynchronously."""
+        from ray.util.placement_group import placement_group_table
+
+        for _ in range(100):
+            state = placement_group_table(placed.group).get("state")
+            if state in (None, "REMOVED"):
+                return
+            self._ray.wait([], timeout=0.05)
+
+    def _place(self, count: int, resources: WorkerResources) -> _Placed:
+        from ray.util.placement_group import placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        group = placement_group([resources.bundle()] * count, strategy=resources.placement.value)
+        placed = _Placed(group, [], resources)
+        try:
+            ready, _ = self._ray.wait([group.ready()], timeout=self._start_timeout)
+            if not ready:
+                raise WorkerStartError(
+                    f"Ray could not place {count} workers of {resources.bundle()} "
+                    f"({resources.placement.value}) within {self._start_timeout:.0f} s; "
+                    f"the cluster has {_totals(self._ray.cluster_resources())}"
+                )
+            for index in range(count):
+                placed.actors.append(
+                    self._remote_worker.options(
+                        num_cpus=resources.cpus,
+                        num_gpus=resources.gpus,
+                        memory=resources.memory_bytes,
+                        scheduling_strategy=PlacementGroupSchedulingStrategy(
+                            placement_group=group, placement_group_bundle_index=index
+                        ),
+                    ).remote(list(sys.path), self._preload)
+                )
+            # Wait until every actor has done its imports (a failed start raises here).
+            self._ray.get([actor.drain.remote() for actor in placed.actors])
+        except BaseException as exc:
+            self._destroy(placed)
+            if isinstance(exc, WorkerStartError | KeyboardInterrupt):
+                raise
+            raise WorkerStartError(f"a Ray worker did not start: {exc}") from None
+        return placed
+
+    def _give_back(self, placed: _Placed) -> None:
+        with self._lock:
+            idle = sum(len(p.actors) for p in self._idle)
+            if (
+                self.warm_pool
+                and not self._closed
+                and idle + len(placed.actors) <= self.max_idle_workers
+            ):
+                self._idle.append(placed)
+                return
+        self._destroy(placed)
+
+    def _destroy(self, placed: _Placed) -> None:
+        from ray.util.placement_group import remove_placement_group
+
+        for actor in placed.actors:
+            with contextlib.suppress(Exception):
+                self._ray.kill(actor, no_restart=True)
+        with contextlib.suppress(Exception):
+            remove_placement_group(placed.group)
+
+
+class RayWorkerGroup:
+    """The N actors of one job, which live and die as one."""
+
+    def __init__(self, backend: RayBackend, placed: _Placed, runs: list[Any]) -> None:
+        self._backend = backend
+        self._ray = backend._ray
+        self._placed = placed
+        self._runs = runs  # rank -> the ObjectRef of its task's outcome
+        self._done: set[int] = set()  # ranks whose task ended (or whose actor died)
+        self._finished: set[int] = set()
+        self._ended = False
+
+    @property
+    def pids(self) -> list[int]:
+        return []  # actors may live on other machines: there is no local pid to watch
+
+    def poll(self, timeout: float) -> list[WorkerEvent]:
+        """Reports as they come, then each ended task's outcome (Exited if its actor died)."""
+        pending = {ref: rank for rank, ref in enumerate(self._runs) if rank not in self._done}
+        ready: list[Any] = []
+        if pending:
+            ready, _ = self._ray.wait(
+                list(pending), num_returns=len(pending), timeout=max(timeout, 0.0)
+            )
+        events: list[WorkerEvent] = []
+        for rank, actor in enumerate(self._placed.actors):
+            if rank not in self._done:
+                with contextlib.suppress(Exception):  # a dead actor's run says why, below
+                    events.extend(self._ray.get(actor.drain.remote()))
+        from ray.exceptions import RayActorError
+
+        for ref in ready:
+            rank = pending[ref]
+            self._done.add(rank)
+            try:
+                outcome = self._ray.get(ref)
+            except RayActorError as exc:
+                events.append(Exited(rank, None, reason=_first_line(exc)))
+                continue
+            if isinstance(outcome, Finished):
+                self._finished.add(rank)
+            events.append(outcome)
+        return events
+
+    @property
+    def all_finished(self) -> bool:
+        return len(self._finished) == len(self._runs)
+
+    def release(self) -> None:
+        """Back to the pool if every task finished; otherwise the actors are killed."""
+        if not self.all_finished:
+            self.kill()
+        elif not self._ended:
+            self._ended = True
+            self._backend._give_back(self._placed)
+
+    def kill(self) -> None:
+        if not self._ended:
+            self._ended = True
+            self._backend._destroy(self._placed)
+
+
+def _with_master(task: WorkerTask, host: str, port: int) -> WorkerTask:
+    """torch's rendezvous is served by rank 0: on rank 0's node, at a port free there."""
+    return dataclasses.replace(
+        task, rendezvous=dataclasses.replace(task.rendezvous, master_addr=host, master_port=port)
+    )
+
+
+def _totals(resources: dict[str, float]) -> dict[str, float]:
+    """CPU, GPU and memory only: Ray also lists every placement group's own keys."""
+    return {key: value for key, value in resources.items() if key in ("CPU", "GPU", "memory")}
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"Ray: {text[0]}" if text else f"Ray: {type(error).__name__}"

@@ -1,0 +1,188 @@
+"""The Ray backend against a local Ray instance: the same jobs as on the local backend, with
+workers as actors in a placement group."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from scaletune.api import Session
+from scaletune.errors import InvalidInputError
+from scaletune.spec import TrainingJobSpec, training_spec_from_dict
+from scaletune.store import JobStatus
+from scaletune.tuning import TuningController, summarize
+from tests.cluster import programs
+from tests.conftest import allow_process_tree, wait_until
+from tests.training.test_controller import _ProgramOverride
+
+ray = pytest.importorskip("ray", reason="the Ray backend needs scaletune[ray]")
+
+from scaletune.cluster import RayBackend  # noqa: E402  (after the skip)
+
+
+@pytest.fixture(scope="module")
+def ray_backend() -> Iterator[RayBackend]:
+    """One local Ray instance (4 logical CPUs) for the module; its processes are not leaks."""
+    before = {child.pid for child in psutil.Process().children()}
+    backend = RayBackend(num_cpus=4)
+    started = {child.pid for child in psutil.Process().children()} - before
+    with allow_process_tree(started):
+        yield backend
+        backend.close()
+
+
+@pytest.fixture
+def ray_session(store_path: Path, ray_backend: RayBackend) -> Iterator[Session]:
+    with Session(store_path, backend=ray_backend) as opened:
+        yield opened
+
+
+def _spec(**fields: Any) -> TrainingJobSpec:
+    channel = {"dataset": "breast-cancer"}
+    raw: dict[str, Any] = {
+        "algorithm": "xgboost",
+        "instance_count": 3,
+        "hyperparameters": {"num_round": 5, "eval_metric": "auc"},
+        "channels": {"train": channel, "validation": channel},
+        "cluster": {"backend": "ray"},
+    }
+    raw.update(fields)
+    return training_spec_from_dict(raw)
+
+
+def _dnn(strategy: str, **distribution: Any) -> TrainingJobSpec:
+    channel = {"dataset": "digits"}
+    return training_spec_from_dict(
+        {
+            "algorithm": "dnn",
+            "instance_count": 2,
+            "hyperparameters": {"epochs": 2, "hidden_units": 16},
+            "distribution": {"strategy": strategy, **distribution},
+            "channels": {"train": channel, "validation": channel},
+            "cluster": {"backend": "ray"},
+        }
+    )
+
+
+def test_a_three_worker_xgboost_job_completes_and_its_group_is_reused(
+    ray_session: Session,
+) -> None:
+    record = ray_session.controller.run(ray_session.controller.prepare(_spec()))
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    steps = [p.step for p in ray_session.store.metrics(record.id, "validation:auc")]
+    assert steps == [1, 2, 3, 4, 5]
+    assert (Path(record.artifact or "") / "xgboost-model.json").exists()
+    assert record.billable_seconds == pytest.approx(3 * (record.wall_seconds or 0))
+    again = ray_session.controller.run(ray_session.controller.prepare(_spec()))
+    assert again.status is JobStatus.COMPLETED
+    assert (again.wall_seconds or 0) < (record.wall_seconds or 0)  # warm: no actor to start
+
+
+@pytest.mark.parametrize(
+    ("strategy", "distribution"),
+    [("allreduce", {}), ("parameter_server", {}), ("parameter_server", {"mode": "async"})],
+)
+def test_two_worker_dnn_jobs_in_every_mode(
+    ray_session: Session, strategy: str, distribution: dict[str, str]
+) -> None:
+    job = ray_session.controller.prepare(_dnn(strategy, **distribution))
+    record = ray_session.controller.run(job)
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    accuracy = ray_session.store.metrics(record.id, "validation:accuracy")
+    assert [point.step for point in accuracy] == [1, 2]
+    assert accuracy[-1].value > 0.1  # better than chance over 10 digits after 2 short epochs
+
+
+def test_a_failing_worker_fails_the_job_with_its_error(ray_session: Session) -> None:
+    job = ray_session.controller.prepare(_spec())
+    job = dataclasses.replace(job, algorithm=_ProgramOverride(programs.raise_on_rank_one))
+    record = ray_session.controller.run(job)
+    assert record.status is JobStatus.FAILED
+    assert record.failure_reason == "worker 1 failed: ValueError: bad shard on rank 1"
+
+
+def test_a_dead_actor_fails_the_job_with_the_reason(ray_session: Session) -> None:
+    job = ray_session.controller.prepare(_spec())
+    job = dataclasses.replace(job, algorithm=_ProgramOverride(programs.exit_hard))
+    record = ray_session.controller.run(job)
+    assert record.status is JobStatus.FAILED
+    assert (record.failure_reason or "").startswith("worker ")
+    assert "exited unexpectedly (Ray:" in (record.failure_reason or "")
+
+
+def test_a_stop_ends_the_job_as_stopped(ray_session: Session) -> None:
+    job = ray_session.controller.prepare(_spec())
+    job = dataclasses.replace(job, algorithm=_ProgramOverride(programs.block_until_killed))
+    groups: list[Any] = []
+    result: list[Any] = []
+    from scaletune.training import Stopper
+
+    stopper = Stopper()
+    thread = threading.Thread(
+        target=lambda: result.append(
+            ray_session.controller.run(job, stopper, on_started=groups.append)
+        )
+    )
+    thread.start()
+    wait_until(lambda: bool(groups))
+    stopper.request(JobStatus.STOPPED, "asked")
+    thread.join(60)
+    assert result and result[0].status is JobStatus.STOPPED
+    assert result[0].failure_reason == "asked"
+
+
+def test_a_tuning_job_of_8_trials_on_2_workers_each(ray_session: Session) -> None:
+    from tests.tuning.test_tuner import _spec as tuning_spec
+
+    spec = tuning_spec(
+        max_jobs=8,
+        max_parallel_jobs=2,
+        training={
+            "algorithm": "xgboost",
+            "instance_count": 2,
+            "hyperparameters": {"num_round": 27, "eval_metric": "logloss"},
+            "channels": {"train": {"dataset": "breast-cancer"}},
+            "cluster": {"backend": "ray", "placement": "SPREAD"},
+        },
+        objective_metric="train:logloss",
+    )
+    tuner = TuningController(ray_session.controller)
+    record = tuner.run(tuner.create(spec), spec)
+    summary = summarize(ray_session.store, record.id)
+    assert record.status is JobStatus.COMPLETED
+    assert len(summary.trials) == 8
+    assert summary.job_counts["Failed"] == 0 and summary.job_counts["Stopped"] >= 1
+    assert set(summary.to_json_dict()) >= {"best_objective", "billable_seconds", "job_counts"}
+
+
+def test_a_job_for_ray_is_refused_by_a_local_session(session: Session) -> None:
+    with pytest.raises(InvalidInputError, match=r"cluster\.backend='ray', but this session"):
+        session.controller.prepare(_spec())
+
+
+def test_the_cli_runs_a_job_on_ray_when_asked(
+    ray_backend: RayBackend, store_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from tests.cli.test_cli import _cli
+
+    job = tmp_path / "job.toml"
+    job.write_text(
+        'algorithm = "xgboost"\ninstance_count = 2\n'
+        "hyperparameters = { num_round = 3 }\n"
+        'channels.train = { dataset = "breast-cancer" }\n'
+    )
+    code, out, err = _cli(capsys, "train", str(job), "--backend", "ray", "--json")
+    assert code == 0, err
+    assert json.loads(out)["status"] == "Completed"
+    code, _, err = _cli(capsys, "train", str(job), "--ray-address", "auto")
+    assert code == 2
+    assert "--ray-address 'auto' goes with the ray backend, not 'local'" in err
+    assert len(err.strip().splitlines()) == 1
