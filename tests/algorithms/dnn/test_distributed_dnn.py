@@ -17,6 +17,7 @@ from scaletune.algorithms.dnn import ModelConfig, build_model, load_model
 from scaletune.algorithms.dnn._common import backward
 from scaletune.algorithms.dnn._hyperparameters import Architecture
 from scaletune.api import Estimator, Session
+from scaletune.cluster import LocalBackend
 from scaletune.data import prepare_digits
 from scaletune.store import JobStatus
 from tests.conftest import pid_alive, wait_until
@@ -160,6 +161,7 @@ def test_a_stop_ends_every_worker_cleanly_and_keeps_them_warm(
     record = job.wait(timeout=60)
     assert record.status is JobStatus.STOPPED
     assert record.artifact is not None  # stopped at a step: the model so far is saved
+    assert isinstance(session.backend, LocalBackend)
     assert all(pid in session.backend.idle_pids for pid in pids)
 
 
