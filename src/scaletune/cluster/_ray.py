@@ -76,6 +76,11 @@ class _Worker:
         host: str = ray.util.get_node_ip_address()
         return host, free_port(host)
 
+    def node(self) -> str:
+        """The id of the Ray node this worker was placed on."""
+        ray: Any = importlib.import_module("ray")
+        return str(ray.get_runtime_context().get_node_id())
+
     def run(self, rank: int, payload: bytes) -> Finished | Failed:
         return run_payload(rank, payload, self._put)
 
@@ -295,6 +300,11 @@ class RayWorkerGroup:
     @property
     def pids(self) -> list[int]:
         return []  # actors may live on other machines: there is no local pid to watch
+
+    @property
+    def nodes(self) -> list[str]:
+        """The Ray node of each worker, rank order."""
+        return list(self._ray.get([actor.node.remote() for actor in self._placed.actors]))
 
     def poll(self, timeout: float) -> list[WorkerEvent]:
         """Reports as they come, then each ended task's outcome (Exited if its actor died)."""
