@@ -179,6 +179,14 @@ class RayBackend:
         before a job says its size, so this only makes room."""
         self.ensure_capacity(workers)
 
+    def release_idle(self) -> None:
+        """End every idle group now, giving its reservation back to the cluster."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for placed in idle:
+            self._destroy(placed)
+            self._await_release(placed)
+
     def close(self) -> None:
         with self._lock:
             self._closed = True

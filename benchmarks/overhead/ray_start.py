@@ -1,0 +1,162 @@
+"""Per-job start overhead on Ray: the same 3-worker DDP job (a gloo group, one DDP step, one
+report) on scaletune's local backend and on its Ray backend, each cold (new workers) and warm
+(a group kept from the job before), against Ray Train's own TorchTrainer. Rounds alternate
+the variants so that machine noise falls on all; overhead = a job's wall time minus the
+workers' own step time.
+
+    .bench-venv/bin/python -m benchmarks.overhead.ray_start [--rounds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchmarks._report import summary, write
+from benchmarks.overhead.trial_start import WORKERS, _Controller, _ray_worker
+from scaletune.api import Session
+from scaletune.cluster import Backend, LocalBackend, RayBackend
+from scaletune.spec import training_spec_from_dict
+
+
+def scaletune_job(session: Session, backend: str) -> tuple[float, float]:
+    """Wall seconds of one job through the controller, and its workers' step seconds."""
+    controller = _Controller(session.store, session.backend, session.location.jobs_dir)
+    spec = training_spec_from_dict(
+        {
+            "algorithm": "script",
+            "script": {"entry_point": "ddp-step"},  # replaced by the benchmark's program
+            "instance_count": WORKERS,
+            "channels": {"train": {"dataset": "breast-cancer"}},
+            "cluster": {"backend": backend},
+        }
+    )
+    started = time.perf_counter()
+    record = controller.run(controller.prepare(spec))
+    wall = time.perf_counter() - started
+    if record.status.value != "Completed":
+        raise RuntimeError(f"{backend} job: {record.status.value}: {record.failure_reason}")
+    step = session.store.metrics(record.id, "train_seconds")[-1].value
+    return wall, step
+
+
+def ray_train_job(storage: Path) -> tuple[float, float]:
+    import ray.train
+    from ray.train.torch import TorchTrainer
+
+    started = time.perf_counter()
+    result = TorchTrainer(
+        _ray_worker,
+        scaling_config=ray.train.ScalingConfig(num_workers=WORKERS, use_gpu=False),
+        run_config=ray.train.RunConfig(
+            name=f"job-{time.monotonic_ns()}", storage_path=str(storage)
+        ),
+    ).fit()
+    wall = time.perf_counter() - started
+    return wall, float(result.metrics["train_seconds"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    os.environ.setdefault("RAY_TRAIN_V2_ENABLED", "1")
+    import ray
+
+    ray.init(num_cpus=WORKERS + 1, include_dashboard=False, log_to_driver=False)
+    wall: dict[str, list[float]] = {}
+    steps: dict[str, list[float]] = {}
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            folder = Path(scratch)
+            warm_local, warm_ray = LocalBackend(), RayBackend()
+            sessions: dict[str, Backend] = {"local warm": warm_local, "ray warm": warm_ray}
+
+            def cold(backend: Callable[[], Backend], name: str) -> tuple[float, float]:
+                workers = backend()
+                try:
+                    with Session(folder / "store.db", backend=workers) as session:
+                        return scaletune_job(session, name)
+                finally:
+                    workers.close()
+
+            def warm(label: str, name: str) -> tuple[float, float]:
+                with Session(folder / "store.db", backend=sessions[label]) as session:
+                    return scaletune_job(session, name)
+
+            variants: dict[str, Callable[[], tuple[float, float]]] = {
+                "scaletune local, cold": lambda: cold(
+                    lambda: LocalBackend(warm_pool=False), "local"
+                ),
+                "scaletune local, warm": lambda: warm("local warm", "local"),
+                "scaletune Ray, cold": lambda: cold(lambda: RayBackend(warm_pool=False), "ray"),
+                "scaletune Ray, warm": lambda: warm("ray warm", "ray"),
+                "Ray Train TorchTrainer": lambda: ray_train_job(folder / "ray-train"),
+            }
+            for run in variants.values():
+                run()  # once each first: imports, Ray's worker processes, warm groups
+            for _ in range(args.rounds):
+                for name, run in variants.items():
+                    seconds, step = run()
+                    wall.setdefault(name, []).append(seconds)
+                    steps.setdefault(name, []).append(step)
+            warm_local.close()
+            warm_ray.close()
+    finally:
+        ray.shutdown()
+    overhead = {
+        name: [w - s for w, s in zip(wall[name], steps[name], strict=True)] for name in wall
+    }
+    reference = statistics.median(overhead["Ray Train TorchTrainer"])
+    table = [
+        [
+            "variant",
+            "job wall seconds, median (min–max)",
+            "of which the step",
+            "overhead",
+            "Ray Train ÷ this",
+        ],
+        *[
+            [
+                name,
+                f"{summary(wall[name])['median']:.3f} ({summary(wall[name])['min']:.3f}–"
+                f"{summary(wall[name])['max']:.3f})",
+                f"{statistics.median(steps[name]) * 1000:.1f} ms",
+                f"{statistics.median(overhead[name]):.3f} s",
+                f"{reference / statistics.median(overhead[name]):.1f}×",
+            ]
+            for name in wall
+        ],
+    ]
+    results: dict[str, Any] = {
+        "rounds": args.rounds,
+        "workers": WORKERS,
+        "wall_seconds": {name: summary(v) for name, v in wall.items()},
+        "step_seconds": {name: summary(v) for name, v in steps.items()},
+        "overhead_seconds": {name: summary(v) for name, v in overhead.items()},
+    }
+    write(
+        "overhead_ray_start",
+        "Per-job start overhead of a 3-worker DDP job: local and Ray backends, cold and warm, "
+        "vs Ray Train",
+        results,
+        table,
+        f"""
+{args.rounds} rounds, variants alternating, one run of each first. Cold: new workers for the
+job (local: processes spawned and imports done; Ray: a placement group and 3 actors); warm: the
+group kept from the job before. Ray Train: `TorchTrainer.fit()` per job (Ray Train V2, no
+Tune). One local Ray instance with {WORKERS + 1} logical CPUs for all Ray variants; its start
+is not counted.
+""",
+        environment=".bench-venv",
+    )
+
+
+if __name__ == "__main__":
+    main()
