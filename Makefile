@@ -61,6 +61,7 @@ bench-tuning: $(BENCH_STAMP)
 bench-overhead: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python -m benchmarks.overhead.decisions
 	$(BENCH_VENV)/bin/python -m benchmarks.overhead.trial_start
+	$(BENCH_VENV)/bin/python -m benchmarks.overhead.ray_start
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) .mypy_cache .pytest_cache .ruff_cache

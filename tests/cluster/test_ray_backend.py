@@ -187,3 +187,9 @@ def test_the_cli_runs_a_job_on_ray_when_asked(
     assert code == 2
     assert "--ray-address 'auto' goes with the ray backend, not 'local'" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_job_bigger_than_the_cluster_fails_at_once_saying_so(ray_session: Session) -> None:
+    record = ray_session.controller.run(ray_session.controller.prepare(_spec(instance_count=5)))
+    assert record.status is JobStatus.FAILED
+    assert "5 workers of {'CPU': 1.0} can never be placed" in (record.failure_reason or "")

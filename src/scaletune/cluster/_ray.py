@@ -241,6 +241,14 @@ class RayBackend:
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
+        wanted = {key: value * count for key, value in resources.bundle().items()}
+        totals = self._ray.cluster_resources()
+        short = {key: value for key, value in wanted.items() if totals.get(key, 0.0) < value}
+        if short:  # waiting would never end
+            raise WorkerStartError(
+                f"{count} workers of {resources.bundle()} can never be placed: they need "
+                f"{wanted}, the cluster has {_totals(totals)}"
+            )
         group = placement_group([resources.bundle()] * count, strategy=resources.placement.value)
         placed = _Placed(group, [], resources)
         try:
