@@ -20,6 +20,7 @@ from scaletune.tuning import TuningController, summarize
 from tests.cluster import programs
 from tests.conftest import allow_process_tree, wait_until
 from tests.training.test_controller import _ProgramOverride
+from tests.training.test_controller import _spec as local_spec
 
 ray = pytest.importorskip("ray", reason="the Ray backend needs scaletune[ray]")
 
@@ -44,16 +45,8 @@ def ray_session(store_path: Path, ray_backend: RayBackend) -> Iterator[Session]:
 
 
 def _spec(**fields: Any) -> TrainingJobSpec:
-    channel = {"dataset": "breast-cancer"}
-    raw: dict[str, Any] = {
-        "algorithm": "xgboost",
-        "instance_count": 3,
-        "hyperparameters": {"num_round": 5, "eval_metric": "auc"},
-        "channels": {"train": channel, "validation": channel},
-        "cluster": {"backend": "ray"},
-    }
-    raw.update(fields)
-    return training_spec_from_dict(raw)
+    """The local backend's test job (3-worker XGBoost on breast cancer), asking for Ray."""
+    return local_spec(cluster={"backend": "ray"}, **fields)
 
 
 def _dnn(strategy: str, **distribution: Any) -> TrainingJobSpec:
