@@ -23,3 +23,7 @@ class StoreError(ScaletuneError):
 
 class WorkerStartError(ScaletuneError):
     """Worker processes could not be started."""
+
+
+class LaunchAbandonedError(ScaletuneError):
+    """The job was stopped (its message says why) while its workers waited for room."""

@@ -186,3 +186,63 @@ def test_a_job_bigger_than_the_cluster_fails_at_once_saying_so(ray_session: Sess
     record = ray_session.controller.run(ray_session.controller.prepare(_spec(instance_count=5)))
     assert record.status is JobStatus.FAILED
     assert "5 workers of {'CPU': 1.0} can never be placed" in (record.failure_reason or "")
+
+
+def test_trials_that_do_not_all_fit_wait_for_room_and_complete(ray_session: Session) -> None:
+    from tests.tuning.test_tuner import _spec as tuning_spec
+
+    # 2 trials of 3 workers at a time on 4 CPUs: the second waits for the first, whole.
+    spec = tuning_spec(
+        max_jobs=4,
+        max_parallel_jobs=2,
+        training={
+            "algorithm": "xgboost",
+            "instance_count": 3,
+            "hyperparameters": {"num_round": 5, "eval_metric": "logloss"},
+            "channels": {"train": {"dataset": "breast-cancer"}},
+            "cluster": {"backend": "ray"},
+        },
+        hyperband={"min_resource": 1, "max_resource": 5},
+        objective_metric="train:logloss",
+    )
+    tuner = TuningController(ray_session.controller)
+    record = tuner.run(tuner.create(spec), spec)
+    summary = summarize(ray_session.store, record.id)
+    assert record.status is JobStatus.COMPLETED
+    assert summary.job_counts["Failed"] == 0, [t.failure_reason for t in summary.trials]
+
+
+def test_a_job_waiting_for_room_can_be_stopped(ray_session: Session) -> None:
+    from scaletune.training import Stopper
+
+    assert isinstance(ray_session.backend, RayBackend)
+    ray_session.backend.release_idle()
+    busy = dataclasses.replace(
+        ray_session.controller.prepare(_spec()),
+        algorithm=_ProgramOverride(programs.block_until_killed),
+    )
+    busy_stop, waiting_stop = Stopper(), Stopper()
+    results: list[Any] = []
+    groups: list[Any] = []
+    first = threading.Thread(
+        target=lambda: results.append(
+            ray_session.controller.run(busy, busy_stop, on_started=groups.append)
+        )
+    )
+    first.start()
+    wait_until(lambda: bool(groups))  # the cluster's 4 CPUs: 3 are now this job's
+    waiting = ray_session.controller.prepare(_spec())
+    second = threading.Thread(
+        target=lambda: results.append(ray_session.controller.run(waiting, waiting_stop))
+    )
+    second.start()
+    wait_until(
+        lambda: ray_session.store.get_training_job(waiting.id).status is JobStatus.IN_PROGRESS
+    )
+    waiting_stop.request(JobStatus.STOPPED, "no room, no wait")
+    second.join(30)
+    assert not second.is_alive()
+    assert results[0].status is JobStatus.STOPPED
+    assert results[0].failure_reason == "no room, no wait"
+    busy_stop.request(JobStatus.STOPPED, "done")
+    first.join(30)

@@ -3,7 +3,7 @@
 
 from typing import TYPE_CHECKING, Any
 
-from scaletune.cluster._backend import Backend, Group, make_backend
+from scaletune.cluster._backend import Abandon, Backend, Group, make_backend
 from scaletune.cluster._local import LocalBackend, WorkerGroup
 from scaletune.cluster._rendezvous import GroupRendezvous, free_port
 
@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from scaletune.cluster._ray import RayBackend, WorkerResources
 
 __all__ = [
+    "Abandon",
     "Backend",
     "Group",
     "GroupRendezvous",

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from scaletune.errors import InvalidInputError
 from scaletune.spec import BackendName, ClusterSpec
 from scaletune.worker import WorkerEvent, WorkerTask
+
+Abandon = Callable[[], str | None]  # why to stop waiting for workers, or None to go on
 
 
 class Group(Protocol):
@@ -37,8 +39,15 @@ class Backend(Protocol):
         """The address workers reach the controller's services at (XGBoost's tracker)."""
         ...
 
-    def launch(self, tasks: Sequence[WorkerTask], cluster: ClusterSpec | None = None) -> Group:
-        """Place one job's workers (where and with what its ClusterSpec says) and start them."""
+    def launch(
+        self,
+        tasks: Sequence[WorkerTask],
+        cluster: ClusterSpec | None = None,
+        abandon: Abandon | None = None,
+    ) -> Group:
+        """Place one job's workers (where and with what its ClusterSpec says) and start them.
+        A backend that waits for room asks `abandon` now and then: a reason ends the wait
+        (LaunchAbandonedError)."""
         ...
 
     def ensure_capacity(self, workers: int) -> None: ...

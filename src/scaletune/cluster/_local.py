@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 
+from scaletune.cluster._backend import Abandon
 from scaletune.cluster._programs import check_importable
 from scaletune.cluster._rendezvous import LOOPBACK
 from scaletune.errors import WorkerStartError
@@ -71,9 +72,13 @@ class LocalBackend:
     rendezvous_host = LOOPBACK  # every worker runs on this machine
 
     def launch(
-        self, tasks: Sequence[WorkerTask], cluster: ClusterSpec | None = None
+        self,
+        tasks: Sequence[WorkerTask],
+        cluster: ClusterSpec | None = None,
+        abandon: Abandon | None = None,
     ) -> WorkerGroup:
-        """`cluster` asks for Ray's placement and reservations: nothing to do here."""
+        """`cluster` asks for Ray's placement and reservations, `abandon` ends a wait for
+        room: processes here start at once, so neither applies."""
         check_importable(tasks)
         payloads = [(task.rank, pickle.dumps(task)) for task in tasks]  # fail before spawning
         workers = self._acquire(len(tasks))

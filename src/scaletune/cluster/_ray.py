@@ -17,14 +17,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from scaletune.cluster._backend import Abandon
 from scaletune.cluster._process import run_payload
 from scaletune.cluster._programs import check_importable
 from scaletune.cluster._rendezvous import LOOPBACK, free_port
-from scaletune.errors import InvalidInputError, WorkerStartError
+from scaletune.errors import InvalidInputError, LaunchAbandonedError, WorkerStartError
 from scaletune.spec import BackendName, ClusterSpec, Placement
 from scaletune.worker import Exited, Failed, Finished, WorkerEvent, WorkerTask
 
 DEFAULT_PRELOAD = ("numpy", "pandas", "xgboost", "scaletune.algorithms")
+WAIT_SLICE_SECONDS = 0.5  # how often a job waiting for room asks whether to go on waiting
 
 
 @dataclass(frozen=True)
@@ -152,11 +154,17 @@ class RayBackend:
     name = BackendName.RAY
 
     def launch(
-        self, tasks: Sequence[WorkerTask], cluster: ClusterSpec | None = None
+        self,
+        tasks: Sequence[WorkerTask],
+        cluster: ClusterSpec | None = None,
+        abandon: Abandon | None = None,
     ) -> RayWorkerGroup:
-        """Place the job's workers as its ClusterSpec asks (placement, resources per worker)."""
+        """Place the job's workers as its ClusterSpec asks (placement, resources per worker).
+        While the cluster is busy the job waits for room, for as long as it takes (the whole
+        group is reserved at once, so waiting jobs never hold part of it), until `abandon`
+        gives a reason to stop."""
         check_importable(tasks)
-        placed = self._acquire(len(tasks), WorkerResources.of(cluster or ClusterSpec()))
+        placed = self._acquire(len(tasks), WorkerResources.of(cluster or ClusterSpec()), abandon)
         try:
             host, port = self._ray.get(placed.actors[0].address.remote())
             tasks = [_with_master(task, host, port) for task in tasks]
@@ -203,7 +211,9 @@ class RayBackend:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _acquire(self, count: int, resources: WorkerResources) -> _Placed:
+    def _acquire(
+        self, count: int, resources: WorkerResources, abandon: Abandon | None = None
+    ) -> _Placed:
         with self._lock:
             if self._closed:
                 raise WorkerStartError("this backend is closed")
@@ -211,7 +221,7 @@ class RayBackend:
                 if len(placed.actors) == count and placed.resources == resources:
                     return self._idle.pop(index)
         self._make_room(count, resources)
-        return self._place(count, resources)
+        return self._place(count, resources, abandon)
 
     def _make_room(self, count: int, resources: WorkerResources) -> None:
         """Idle groups hold their reservations: end the oldest until a new group would fit."""
@@ -237,28 +247,31 @@ class RayBackend:
                 return
             self._ray.wait([], timeout=0.05)
 
-    def _place(self, count: int, resources: WorkerResources) -> _Placed:
-        from ray.util.placement_group import placement_group
-        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
-
+    def _check_fits(self, count: int, resources: WorkerResources) -> None:
         wanted = {key: value * count for key, value in resources.bundle().items()}
         totals = self._ray.cluster_resources()
-        short = {key: value for key, value in wanted.items() if totals.get(key, 0.0) < value}
-        if short:  # waiting would never end
-            raise WorkerStartError(
+        if any(totals.get(key, 0.0) < value for key, value in wanted.items()):
+            raise WorkerStartError(  # waiting would never end
                 f"{count} workers of {resources.bundle()} can never be placed: they need "
                 f"{wanted}, the cluster has {_totals(totals)}"
             )
+
+    def _place(
+        self, count: int, resources: WorkerResources, abandon: Abandon | None = None
+    ) -> _Placed:
+        from ray.util.placement_group import placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        self._check_fits(count, resources)
         group = placement_group([resources.bundle()] * count, strategy=resources.placement.value)
         placed = _Placed(group, [], resources)
         try:
-            ready, _ = self._ray.wait([group.ready()], timeout=self._start_timeout)
-            if not ready:
-                raise WorkerStartError(
-                    f"Ray could not place {count} workers of {resources.bundle()} "
-                    f"({resources.placement.value}) within {self._start_timeout:.0f} s; "
-                    f"the cluster has {_totals(self._ray.cluster_resources())}"
-                )
+            while not self._ray.wait([group.ready()], timeout=WAIT_SLICE_SECONDS)[0]:
+                reason = abandon() if abandon is not None else None
+                if reason is not None:
+                    raise LaunchAbandonedError(reason)
+                self._check_fits(count, resources)  # a node may have left meanwhile
+                self._make_room(count, resources)  # groups gone idle meanwhile give way
             for index in range(count):
                 placed.actors.append(
                     self._remote_worker.options(
@@ -271,10 +284,16 @@ class RayBackend:
                     ).remote(list(sys.path), self._preload)
                 )
             # Wait until every actor has done its imports (a failed start raises here).
-            self._ray.get([actor.drain.remote() for actor in placed.actors])
+            started = [actor.drain.remote() for actor in placed.actors]
+            done, _ = self._ray.wait(started, num_returns=count, timeout=self._start_timeout)
+            if len(done) < count:
+                raise WorkerStartError(
+                    f"Ray workers did not start within {self._start_timeout:.0f} s"
+                )
+            self._ray.get(started)
         except BaseException as exc:
             self._destroy(placed)
-            if isinstance(exc, WorkerStartError | KeyboardInterrupt):
+            if isinstance(exc, WorkerStartError | LaunchAbandonedError | KeyboardInterrupt):
                 raise
             raise WorkerStartError(f"a Ray worker did not start: {exc}") from None
         return placed

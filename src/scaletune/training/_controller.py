@@ -14,9 +14,9 @@ from pydantic import BaseModel
 
 from scaletune.algorithms import Algorithm, PreparedData, get_algorithm
 from scaletune.clock import Clock, SystemClock
-from scaletune.cluster import Backend, Group, GroupRendezvous
+from scaletune.cluster import Abandon, Backend, Group, GroupRendezvous
 from scaletune.data import PreparedDatasets, TableFiles, load_channels
-from scaletune.errors import InvalidInputError
+from scaletune.errors import InvalidInputError, LaunchAbandonedError
 from scaletune.spec import ShardingMode, TrainingJobSpec
 from scaletune.store import (
     JobOutcome,
@@ -136,7 +136,9 @@ class TrainingController:
         interrupted = False
         try:
             tasks, rendezvous = self._tasks(job, scratch)
-            group = self.backend.launch(tasks, job.spec.cluster)
+            group = self.backend.launch(
+                tasks, job.spec.cluster, abandon=self._abandon(job, stop, started)
+            )
             if on_started is not None:
                 on_started(group)
             ending = self._supervise(
@@ -152,6 +154,8 @@ class TrainingController:
         except KeyboardInterrupt:
             interrupted = True
             ending = _Ending(JobStatus.STOPPED, "interrupted (Ctrl-C)")
+        except LaunchAbandonedError as exc:  # stopped while waiting for room
+            ending = _Ending(stop.status if stop.is_set() else JobStatus.STOPPED, str(exc))
         except Exception as exc:
             ending = _Ending(JobStatus.FAILED, f"controller error: {type(exc).__name__}: {exc}")
         artifact = None
@@ -192,6 +196,21 @@ class TrainingController:
         if interrupted:
             raise KeyboardInterrupt
         return self.store.get_training_job(job.id)
+
+    def _abandon(self, job: PreparedJob, stop: Stopper, started: float) -> Abandon:
+        """While the workers wait for room: the reason to give up waiting, if any."""
+        deadline = started + job.spec.max_runtime_seconds
+
+        def reason() -> str | None:
+            if stop.is_set():
+                return stop.reason
+            if self.store.is_stop_requested(job.id):
+                return "stop requested"
+            if self.clock.monotonic() >= deadline:
+                return f"max_runtime_seconds={job.spec.max_runtime_seconds:g} reached"
+            return None
+
+        return reason
 
     def _tasks(self, job: PreparedJob, scratch: Path) -> tuple[list[WorkerTask], GroupRendezvous]:
         shards = {
