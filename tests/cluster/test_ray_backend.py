@@ -210,6 +210,7 @@ def test_trials_that_do_not_all_fit_wait_for_room_and_complete(ray_session: Sess
     summary = summarize(ray_session.store, record.id)
     assert record.status is JobStatus.COMPLETED
     assert summary.job_counts["Failed"] == 0, [t.failure_reason for t in summary.trials]
+    assert summary.waiting_for_room == []  # each waited, then ran
 
 
 def test_a_job_waiting_for_room_can_be_stopped(ray_session: Session) -> None:
@@ -236,13 +237,12 @@ def test_a_job_waiting_for_room_can_be_stopped(ray_session: Session) -> None:
         target=lambda: results.append(ray_session.controller.run(waiting, waiting_stop))
     )
     second.start()
-    wait_until(
-        lambda: ray_session.store.get_training_job(waiting.id).status is JobStatus.IN_PROGRESS
-    )
+    wait_until(lambda: ray_session.store.get_training_job(waiting.id).waiting_since is not None)
     waiting_stop.request(JobStatus.STOPPED, "no room, no wait")
     second.join(30)
     assert not second.is_alive()
     assert results[0].status is JobStatus.STOPPED
     assert results[0].failure_reason == "no room, no wait"
+    assert results[0].waiting_since is None  # cleared when it ended
     busy_stop.request(JobStatus.STOPPED, "done")
     first.join(30)

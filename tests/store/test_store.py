@@ -217,7 +217,7 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
     engine = create_engine(url)
     with engine.begin() as conn:  # make it look as version 1 left it
         conn.execute(text("DROP INDEX ix_training_jobs_tuning_job_id"))
-        for column in ("tuning_job_id", "trial_number", "objective", "resource"):
+        for column in ("tuning_job_id", "trial_number", "objective", "resource", "waiting_since"):
             conn.execute(text(f"ALTER TABLE training_jobs DROP COLUMN {column}"))
         conn.execute(text("DROP TABLE tuning_jobs"))
         conn.execute(text("DROP TABLE rejected_metrics"))
@@ -232,6 +232,8 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
         assert store.get_training_job("old-job").objective == 0.5
         assert store.list_tuning_jobs() == []
         assert store.rejected("old-job") == []  # and what version 3 added
+        store.set_waiting("old-job", 12.5)  # and version 4's column
+        assert store.get_training_job("old-job").waiting_since == 12.5
 
 
 def test_rejected_values_are_kept_apart_from_metrics(store_url: str) -> None:

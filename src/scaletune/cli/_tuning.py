@@ -259,6 +259,11 @@ def _show(summary: TuningSummary, json_output: bool) -> None:
     table.add_row("strategy", data["strategy"])
     counts = ", ".join(f"{n} {status}" for status, n in data["job_counts"].items() if n)
     table.add_row("jobs", counts or "none")
+    if data["waiting_for_room"]:
+        table.add_row(
+            "waiting for room",
+            f"{len(data['waiting_for_room'])} job(s): {', '.join(data['waiting_for_room'])}",
+        )
     if data["best_training_job"]:
         table.add_row("best job", data["best_training_job"])
         table.add_row(f"best {data['objective_metric']}", f"{data['best_objective']:.6g}")

@@ -71,6 +71,7 @@ class TrainingJobRecord:
     trial_number: int | None = None
     objective: float | None = None
     resource: int | None = None
+    waiting_since: float | None = None  # its workers wait for room (Ray) since then
 
     def to_json_dict(self) -> dict[str, Any]:
         """The job as scripts read it (`--json`): ISO 8601 times, plain values."""
@@ -95,6 +96,7 @@ class TrainingJobRecord:
             "trial_number": self.trial_number,
             "objective": self.objective,
             "resource": self.resource,
+            "waiting_since": _iso(self.waiting_since),
             "spec": self.spec,
         }
 

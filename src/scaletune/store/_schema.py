@@ -18,7 +18,7 @@ from sqlalchemy import (
     Text,
 )
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 metadata = MetaData()
 
@@ -56,6 +56,8 @@ training_jobs = Table(
     Column("trial_number", Integer),
     Column("objective", Float),  # the objective's last reported value
     Column("resource", Integer),  # the objective's last step: how far the trial got
+    # Set while the job's workers wait for room on a busy cluster (schema version 4).
+    Column("waiting_since", Float),
 )
 
 # Columns version 2 added to training_jobs, for migrating a version 1 store in place.

@@ -112,6 +112,7 @@ class Store:
                     final_metrics=outcome.final_metrics,
                     failure_reason=outcome.failure_reason,
                     artifact=outcome.artifact,
+                    waiting_since=None,
                 )
             )
 
@@ -126,6 +127,10 @@ class Store:
                 .where(training_jobs.c.id == job_id, training_jobs.c.status.not_in(terminal))
                 .values(status=status.value, end_time=end_time, failure_reason=reason)
             )
+
+    def set_waiting(self, job_id: str, since: float | None) -> None:
+        """Mark a job whose workers wait for room (since then), or clear the mark (None)."""
+        self._update(training_jobs, job_id, waiting_since=since)
 
     def request_stop(self, job_id: str) -> TrainingJobRecord:
         with self._engine.begin() as conn:
@@ -353,6 +358,10 @@ class Store:
                 metadata.create_all(conn)
                 conn.execute(update(meta).where(meta.c.key == "schema_version").values(value="3"))
                 version = "3"
+            if version == "3":  # version 4: when a job's workers began to wait for room
+                conn.execute(text("ALTER TABLE training_jobs ADD COLUMN waiting_since FLOAT"))
+                conn.execute(update(meta).where(meta.c.key == "schema_version").values(value="4"))
+                version = "4"
         if version != str(SCHEMA_VERSION):
             raise StoreError(
                 f"store {_safe(self.url)!r} has schema version {version}; this scaletune "

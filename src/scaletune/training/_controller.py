@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from scaletune.algorithms import Algorithm, PreparedData, get_algorithm
 from scaletune.clock import Clock, SystemClock
-from scaletune.cluster import Abandon, Backend, Group, GroupRendezvous
+from scaletune.cluster import Backend, Group, GroupRendezvous
 from scaletune.data import PreparedDatasets, TableFiles, load_channels
 from scaletune.errors import InvalidInputError, LaunchAbandonedError
 from scaletune.spec import ShardingMode, TrainingJobSpec
@@ -136,9 +136,10 @@ class TrainingController:
         interrupted = False
         try:
             tasks, rendezvous = self._tasks(job, scratch)
-            group = self.backend.launch(
-                tasks, job.spec.cluster, abandon=self._abandon(job, stop, started)
-            )
+            wait = _RoomWait(self, job, stop, started)
+            group = self.backend.launch(tasks, job.spec.cluster, abandon=wait)
+            if wait.waited:
+                self.store.set_waiting(job.id, None)  # placed at last
             if on_started is not None:
                 on_started(group)
             ending = self._supervise(
@@ -196,21 +197,6 @@ class TrainingController:
         if interrupted:
             raise KeyboardInterrupt
         return self.store.get_training_job(job.id)
-
-    def _abandon(self, job: PreparedJob, stop: Stopper, started: float) -> Abandon:
-        """While the workers wait for room: the reason to give up waiting, if any."""
-        deadline = started + job.spec.max_runtime_seconds
-
-        def reason() -> str | None:
-            if stop.is_set():
-                return stop.reason
-            if self.store.is_stop_requested(job.id):
-                return "stop requested"
-            if self.clock.monotonic() >= deadline:
-                return f"max_runtime_seconds={job.spec.max_runtime_seconds:g} reached"
-            return None
-
-        return reason
 
     def _tasks(self, job: PreparedJob, scratch: Path) -> tuple[list[WorkerTask], GroupRendezvous]:
         shards = {
@@ -337,6 +323,31 @@ class TrainingController:
         shutil.copytree(staged, partial)
         partial.rename(target)
         return target
+
+
+class _RoomWait:
+    """Asked now and then while a job's workers wait for room (Ray): the reason to give up
+    waiting, if any. The first call marks the job as waiting in the store."""
+
+    def __init__(
+        self, controller: TrainingController, job: PreparedJob, stop: Stopper, started: float
+    ) -> None:
+        self._controller, self._job, self._stop = controller, job, stop
+        self._deadline = started + job.spec.max_runtime_seconds
+        self.waited = False
+
+    def __call__(self) -> str | None:
+        store, clock = self._controller.store, self._controller.clock
+        if not self.waited:
+            self.waited = True
+            store.set_waiting(self._job.id, clock.time())
+        if self._stop.is_set():
+            return self._stop.reason
+        if store.is_stop_requested(self._job.id):
+            return "stop requested"
+        if clock.monotonic() >= self._deadline:
+            return f"max_runtime_seconds={self._job.spec.max_runtime_seconds:g} reached"
+        return None
 
 
 def new_job_record(

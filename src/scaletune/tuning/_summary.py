@@ -27,6 +27,11 @@ class TuningSummary:
     sequential_wall_seconds: float
 
     @property
+    def waiting_for_room(self) -> list[TrainingJobRecord]:
+        """Trials whose workers wait for a busy cluster to make room (Ray)."""
+        return [t for t in self.trials if t.waiting_since is not None and not t.status.is_terminal]
+
+    @property
     def best(self) -> TrainingJobRecord | None:
         return next((t for t in self.trials if t.id == self.record.best_training_job), None)
 
@@ -43,6 +48,7 @@ class TuningSummary:
             "best_objective": self.record.best_objective,
             "best_hyperparameters": best.hyperparameters if best else None,
             "job_counts": self.job_counts,
+            "waiting_for_room": [t.id for t in self.waiting_for_room],
             "billable_seconds": self.billable_seconds,
             "billable_seconds_without_early_stopping": self.billable_seconds_without_early_stopping,
             "wall_seconds": self.record.wall_seconds,
