@@ -246,3 +246,32 @@ def test_a_job_waiting_for_room_can_be_stopped(ray_session: Session) -> None:
     assert results[0].waiting_since is None  # cleared when it ended
     busy_stop.request(JobStatus.STOPPED, "done")
     first.join(30)
+
+
+def test_a_users_script_runs_unchanged_on_ray(ray_session: Session) -> None:
+    from scaletune.spec import load_training_spec
+    from tests.algorithms.script.test_script import EXAMPLES
+
+    spec = load_training_spec(
+        EXAMPLES / "script-print.toml", ["cluster.backend=ray", "hyperparameters.epochs=3"]
+    )
+    record = ray_session.controller.run(ray_session.controller.prepare(spec))
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    steps = [p.step for p in ray_session.store.metrics(record.id, "validation:score")]
+    assert steps == [1, 2, 3]
+
+
+def test_no_placement_group_outlives_its_job_unless_kept_warm(ray_backend: RayBackend) -> None:
+    from ray.util.placement_group import placement_group_table
+
+    live = [
+        group
+        for group in placement_group_table().values()
+        if group["state"] not in ("REMOVED", "PENDING")
+    ]
+    # Every earlier test's group either went back to the pool whole or was removed.
+    assert len(live) == len(ray_backend._idle)
+    ray_backend.release_idle()
+    assert all(group["state"] == "REMOVED" for group in placement_group_table().values()), (
+        "a placement group leaked"
+    )
