@@ -130,21 +130,27 @@ def test_a_stop_ends_the_job_as_stopped(ray_session: Session) -> None:
     assert result[0].failure_reason == "asked"
 
 
-def test_a_tuning_job_of_8_trials_on_2_workers_each(ray_session: Session) -> None:
+def _tuning(max_jobs: int, workers: int, rounds: int, **cluster: str) -> Any:
+    """The tuner tests' Hyperband job (breast cancer, logloss), its trials on Ray."""
     from tests.tuning.test_tuner import _spec as tuning_spec
 
-    spec = tuning_spec(
-        max_jobs=8,
+    return tuning_spec(
+        max_jobs=max_jobs,
         max_parallel_jobs=2,
         training={
             "algorithm": "xgboost",
-            "instance_count": 2,
-            "hyperparameters": {"num_round": 27, "eval_metric": "logloss"},
+            "instance_count": workers,
+            "hyperparameters": {"num_round": rounds, "eval_metric": "logloss"},
             "channels": {"train": {"dataset": "breast-cancer"}},
-            "cluster": {"backend": "ray", "placement": "SPREAD"},
+            "cluster": {"backend": "ray", **cluster},
         },
+        hyperband={"min_resource": 1, "max_resource": rounds},
         objective_metric="train:logloss",
     )
+
+
+def test_a_tuning_job_of_8_trials_on_2_workers_each(ray_session: Session) -> None:
+    spec = _tuning(8, workers=2, rounds=27, placement="SPREAD")
     tuner = TuningController(ray_session.controller)
     record = tuner.run(tuner.create(spec), spec)
     summary = summarize(ray_session.store, record.id)
@@ -189,22 +195,8 @@ def test_a_job_bigger_than_the_cluster_fails_at_once_saying_so(ray_session: Sess
 
 
 def test_trials_that_do_not_all_fit_wait_for_room_and_complete(ray_session: Session) -> None:
-    from tests.tuning.test_tuner import _spec as tuning_spec
-
     # 2 trials of 3 workers at a time on 4 CPUs: the second waits for the first, whole.
-    spec = tuning_spec(
-        max_jobs=4,
-        max_parallel_jobs=2,
-        training={
-            "algorithm": "xgboost",
-            "instance_count": 3,
-            "hyperparameters": {"num_round": 5, "eval_metric": "logloss"},
-            "channels": {"train": {"dataset": "breast-cancer"}},
-            "cluster": {"backend": "ray"},
-        },
-        hyperband={"min_resource": 1, "max_resource": 5},
-        objective_metric="train:logloss",
-    )
+    spec = _tuning(4, workers=3, rounds=5)
     tuner = TuningController(ray_session.controller)
     record = tuner.run(tuner.create(spec), spec)
     summary = summarize(ray_session.store, record.id)
