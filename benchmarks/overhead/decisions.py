@@ -25,11 +25,11 @@ from typing import Any
 import numpy as np
 
 from benchmarks._report import summary, write
+from benchmarks.tuning._controls import HyperbandPolicy
 from benchmarks.tuning._simulator import run_policy
 from scaletune.simulation import Curve, CurvePoint, simulate_tuning
-from scaletune.spec import ObjectiveType, TuningJobSpec, tuning_spec_from_dict
+from scaletune.spec import TuningJobSpec, tuning_spec_from_dict
 from scaletune.store import Store
-from scaletune.tuning import Decision, HyperbandScheduler
 
 EPOCHS = 27
 WORKERS = 4
@@ -58,23 +58,8 @@ class _Synthetic:
         )
 
 
-class _ScaletunePolicy:
-    def __init__(self, seed: int) -> None:
-        self.scheduler = HyperbandScheduler(
-            ObjectiveType.MAXIMIZE, min_resource=1, max_resource=EPOCHS, seed=seed
-        )
-        self.rng = np.random.default_rng(seed)
-        self.count = 0
-
-    def suggest(self) -> tuple[int, dict[str, object]]:
-        self.count += 1
-        return self.count - 1, {"x": float(self.rng.uniform())}
-
-    def on_report(self, trial: int, epoch: int, value: float) -> bool:
-        return self.scheduler.on_report(trial, epoch, value).decision is Decision.CONTINUE
-
-    def on_end(self, trial: int, epoch: int, value: float, stopped: bool) -> None:
-        self.scheduler.on_end(trial)
+def _draw_x(rng: np.random.Generator) -> dict[str, object]:
+    return {"x": float(rng.uniform())}
 
 
 def _peer_policies(seed: int) -> dict[str, Callable[[], Any]]:
@@ -92,7 +77,9 @@ def _peer_policies(seed: int) -> dict[str, Callable[[], Any]]:
         return policy
 
     return {
-        "scaletune HyperbandScheduler": lambda: _ScaletunePolicy(seed),
+        "scaletune HyperbandScheduler": lambda: HyperbandPolicy(
+            seed, max_resource=EPOCHS, draw=_draw_x
+        ),
         "Optuna HyperbandPruner (in memory)": lambda: x_only(_peers.OptunaPolicy(seed)),
         "Ray Tune ASHA": lambda: x_only(_peers.RayPolicy(seed, brackets=1)),
         "Syne Tune ASHA": lambda: x_only(_peers.SynePolicy(seed, "ASHA")),

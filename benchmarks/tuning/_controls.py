@@ -1,8 +1,11 @@
-"""A control: scaletune's Hyperband scheduler on exactly the random draws Ray Tune's policies
-get (same seed, same generator), in the peers' event loop. Against Ray Tune's ASHA and async
-HyperBand it isolates the scheduler; against scaletune's own Hyperband, the draws."""
+"""scaletune's Hyperband scheduler as a policy of the peers' event loop. The control draws
+exactly the random configurations Ray Tune's policies get (same seed, same generator): against
+Ray Tune's ASHA and async HyperBand it isolates the scheduler; against scaletune's own
+Hyperband, the draws."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
@@ -10,18 +13,21 @@ from benchmarks.tuning._problem import EPOCHS, random_config
 from scaletune.spec import ObjectiveType
 from scaletune.tuning import Decision, HyperbandScheduler
 
+Draw = Callable[[np.random.Generator], dict[str, object]]
 
-class HyperbandOnRayDraws:
-    def __init__(self, seed: int) -> None:
+
+class HyperbandPolicy:
+    def __init__(self, seed: int, *, max_resource: int = EPOCHS, draw: Draw = random_config):
         self.scheduler = HyperbandScheduler(
-            ObjectiveType.MAXIMIZE, min_resource=1, max_resource=EPOCHS, seed=seed
+            ObjectiveType.MAXIMIZE, min_resource=1, max_resource=max_resource, seed=seed
         )
         self.rng = np.random.default_rng(seed)  # as RayPolicy draws
+        self.draw = draw
         self.count = 0
 
     def suggest(self) -> tuple[int, dict[str, object]]:
         self.count += 1
-        return self.count - 1, random_config(self.rng)
+        return self.count - 1, self.draw(self.rng)
 
     def on_report(self, trial: int, epoch: int, value: float) -> bool:
         return self.scheduler.on_report(trial, epoch, value).decision is Decision.CONTINUE

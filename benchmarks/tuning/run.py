@@ -55,7 +55,7 @@ def _run(method: str, task: Task, seed: int) -> tuple[Trajectory, int]:
     from benchmarks.tuning import _controls, _peers
 
     policies: dict[str, Callable[[], Any]] = {
-        CONTROL: lambda: _controls.HyperbandOnRayDraws(seed),
+        CONTROL: lambda: _controls.HyperbandPolicy(seed),
         "Optuna TPE+HyperbandPruner": lambda: _peers.OptunaPolicy(seed),
         "Ray Tune ASHA": lambda: _peers.RayPolicy(seed, brackets=1),
         "Ray Tune AsyncHyperBand": lambda: _peers.RayPolicy(seed, brackets=3),
