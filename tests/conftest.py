@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import logging
 import os
 import signal
 import tempfile
@@ -97,6 +99,43 @@ def store_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def session(store_path: Path, warm_backend: LocalBackend) -> Iterator[Session]:
     with Session(store_path, backend=warm_backend) as opened:
         yield opened
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """A local S3 (moto's server) for the session; the AWS variables point this process and
+    every process it starts afterwards (workers, Ray's) at it."""
+    moto_server = pytest.importorskip("moto.server", reason="object-storage tests need moto")
+    pytest.importorskip("s3fs", reason="s3:// URLs need s3fs")
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    variables = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": endpoint,
+    }
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in variables.items():
+            patch.setenv(name, value)
+        yield endpoint
+    import s3fs
+
+    s3fs.S3FileSystem.clear_instance_cache()  # its clients point at this server
+    server.stop()
+
+
+@pytest.fixture
+def s3_bucket(s3_endpoint: str, request: pytest.FixtureRequest) -> str:
+    """An empty bucket of the test's own: its s3:// URL."""
+    import fsspec
+
+    name = "test-" + hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:20]
+    fsspec.filesystem("s3").mkdir(name)
+    return f"s3://{name}"
 
 
 @pytest.fixture

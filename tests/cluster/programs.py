@@ -17,6 +17,17 @@ def report_three_steps(ctx: WorkerContext) -> None:
         ctx.report(step, loss=1.0 / step, rank=float(ctx.rank))
 
 
+def report_until_stopped(ctx: WorkerContext) -> None:
+    """A program that checks: it reports until asked to stop, then saves and returns."""
+    step = 0
+    while not ctx.stop_requested():
+        step += 1
+        ctx.report(step, loss=1.0 / step)
+        threading.Event().wait(0.01)
+    if ctx.is_chief:
+        (ctx.model_dir / "stopped-at.txt").write_text(str(step))
+
+
 def raise_on_rank_one(ctx: WorkerContext) -> None:
     if ctx.rank == 1:
         raise ValueError("bad shard on rank 1")

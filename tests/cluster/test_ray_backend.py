@@ -1,5 +1,6 @@
-"""The Ray backend against a local Ray instance: the same jobs as on the local backend, with
-workers as actors in a placement group."""
+"""What only the Ray backend does, against a local Ray instance: warm placement groups, dead
+actors, waiting for room, tuning jobs on Ray, the CLI. The jobs every backend runs are in
+test_backends.py."""
 
 from __future__ import annotations
 
@@ -9,33 +10,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
 from scaletune.api import Session
 from scaletune.errors import InvalidInputError
-from scaletune.spec import TrainingJobSpec, training_spec_from_dict
+from scaletune.spec import TrainingJobSpec
 from scaletune.store import JobStatus
 from scaletune.tuning import TuningController, summarize
 from tests.cluster import programs
-from tests.conftest import allow_process_tree, wait_until
+from tests.conftest import wait_until
 from tests.training.test_controller import _ProgramOverride
 from tests.training.test_controller import _spec as local_spec
 
 ray = pytest.importorskip("ray", reason="the Ray backend needs scaletune[ray]")
 
 from scaletune.cluster import RayBackend  # noqa: E402  (after the skip)
-
-
-@pytest.fixture(scope="module")
-def ray_backend() -> Iterator[RayBackend]:
-    """One local Ray instance (4 logical CPUs) for the module; its processes are not leaks."""
-    before = {child.pid for child in psutil.Process().children()}
-    backend = RayBackend(num_cpus=4)
-    started = {child.pid for child in psutil.Process().children()} - before
-    with allow_process_tree(started):
-        yield backend
-        backend.close()
 
 
 @pytest.fixture
@@ -49,55 +38,12 @@ def _spec(**fields: Any) -> TrainingJobSpec:
     return local_spec(cluster={"backend": "ray"}, **fields)
 
 
-def _dnn(strategy: str, **distribution: Any) -> TrainingJobSpec:
-    channel = {"dataset": "digits"}
-    return training_spec_from_dict(
-        {
-            "algorithm": "dnn",
-            "instance_count": 2,
-            "hyperparameters": {"epochs": 2, "hidden_units": 16},
-            "distribution": {"strategy": strategy, **distribution},
-            "channels": {"train": channel, "validation": channel},
-            "cluster": {"backend": "ray"},
-        }
-    )
-
-
-def test_a_three_worker_xgboost_job_completes_and_its_group_is_reused(
-    ray_session: Session,
-) -> None:
+def test_a_finished_group_is_reused_by_the_next_job_of_its_shape(ray_session: Session) -> None:
     record = ray_session.controller.run(ray_session.controller.prepare(_spec()))
     assert record.status is JobStatus.COMPLETED, record.failure_reason
-    steps = [p.step for p in ray_session.store.metrics(record.id, "validation:auc")]
-    assert steps == [1, 2, 3, 4, 5]
-    assert (Path(record.artifact or "") / "xgboost-model.json").exists()
-    assert record.billable_seconds == pytest.approx(3 * (record.wall_seconds or 0))
     again = ray_session.controller.run(ray_session.controller.prepare(_spec()))
     assert again.status is JobStatus.COMPLETED
     assert (again.wall_seconds or 0) < (record.wall_seconds or 0)  # warm: no actor to start
-
-
-@pytest.mark.parametrize(
-    ("strategy", "distribution"),
-    [("allreduce", {}), ("parameter_server", {}), ("parameter_server", {"mode": "async"})],
-)
-def test_two_worker_dnn_jobs_in_every_mode(
-    ray_session: Session, strategy: str, distribution: dict[str, str]
-) -> None:
-    job = ray_session.controller.prepare(_dnn(strategy, **distribution))
-    record = ray_session.controller.run(job)
-    assert record.status is JobStatus.COMPLETED, record.failure_reason
-    accuracy = ray_session.store.metrics(record.id, "validation:accuracy")
-    assert [point.step for point in accuracy] == [1, 2]
-    assert accuracy[-1].value > 0.1  # better than chance over 10 digits after 2 short epochs
-
-
-def test_a_failing_worker_fails_the_job_with_its_error(ray_session: Session) -> None:
-    job = ray_session.controller.prepare(_spec())
-    job = dataclasses.replace(job, algorithm=_ProgramOverride(programs.raise_on_rank_one))
-    record = ray_session.controller.run(job)
-    assert record.status is JobStatus.FAILED
-    assert record.failure_reason == "worker 1 failed: ValueError: bad shard on rank 1"
 
 
 def test_a_dead_actor_fails_the_job_with_the_reason(ray_session: Session) -> None:
@@ -107,27 +53,6 @@ def test_a_dead_actor_fails_the_job_with_the_reason(ray_session: Session) -> Non
     assert record.status is JobStatus.FAILED
     assert (record.failure_reason or "").startswith("worker ")
     assert "exited unexpectedly (Ray:" in (record.failure_reason or "")
-
-
-def test_a_stop_ends_the_job_as_stopped(ray_session: Session) -> None:
-    job = ray_session.controller.prepare(_spec())
-    job = dataclasses.replace(job, algorithm=_ProgramOverride(programs.block_until_killed))
-    groups: list[Any] = []
-    result: list[Any] = []
-    from scaletune.training import Stopper
-
-    stopper = Stopper()
-    thread = threading.Thread(
-        target=lambda: result.append(
-            ray_session.controller.run(job, stopper, on_started=groups.append)
-        )
-    )
-    thread.start()
-    wait_until(lambda: bool(groups))
-    stopper.request(JobStatus.STOPPED, "asked")
-    thread.join(60)
-    assert result and result[0].status is JobStatus.STOPPED
-    assert result[0].failure_reason == "asked"
 
 
 def _tuning(max_jobs: int, workers: int, rounds: int, **cluster: str) -> Any:
@@ -238,19 +163,6 @@ def test_a_job_waiting_for_room_can_be_stopped(ray_session: Session) -> None:
     assert results[0].waiting_since is None  # cleared when it ended
     busy_stop.request(JobStatus.STOPPED, "done")
     first.join(30)
-
-
-def test_a_users_script_runs_unchanged_on_ray(ray_session: Session) -> None:
-    from scaletune.spec import load_training_spec
-    from tests.algorithms.script.test_script import EXAMPLES
-
-    spec = load_training_spec(
-        EXAMPLES / "script-print.toml", ["cluster.backend=ray", "hyperparameters.epochs=3"]
-    )
-    record = ray_session.controller.run(ray_session.controller.prepare(spec))
-    assert record.status is JobStatus.COMPLETED, record.failure_reason
-    steps = [p.step for p in ray_session.store.metrics(record.id, "validation:score")]
-    assert steps == [1, 2, 3]
 
 
 def test_no_placement_group_outlives_its_job_unless_kept_warm(ray_backend: RayBackend) -> None:

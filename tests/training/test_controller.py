@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import dataclasses
 import signal
+import socket
 import subprocess
 import threading
 from pathlib import Path
@@ -139,6 +140,35 @@ def test_jobs_of_dead_controllers_are_marked_failed(session: Session) -> None:
     record = reconcile_orphan(session.store, session.store.get_training_job(job.id), 2.0)
     assert record.status is JobStatus.FAILED
     assert f"controller process {gone.pid} ended" in (record.failure_reason or "")
+
+
+@pytest.mark.parametrize("where", ["folder", "s3"])
+def test_what_a_dead_controller_staged_is_removed_with_it(
+    s3_endpoint: str,  # started before the test's leak check watches for listening sockets
+    session: Session,
+    tmp_path: Path,
+    where: str,
+    request: pytest.FixtureRequest,
+) -> None:
+    import fsspec
+
+    staging = (
+        str(tmp_path / "shared") if where == "folder" else request.getfixturevalue("s3_bucket")
+    )
+    job = session.controller.prepare(_spec(cluster={"staging": staging}))
+    fs, root = fsspec.core.url_to_fs(staging)
+    left = f"{root}/scaletune-{job.id}-1a2b3c4d"
+    other = f"{root}/scaletune-another-job-1a2b3c4d/model.json"
+    for key in (f"{left}/data/train/labels.npy", other):
+        fs.makedirs(key.rsplit("/", 1)[0], exist_ok=True)
+        fs.pipe(key, b"left behind")
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    session.store.mark_in_progress(job.id, 1.0, pid=gone.pid, host=socket.gethostname())
+    reconcile_orphan(session.store, session.store.get_training_job(job.id), 2.0)
+    assert not fs.exists(left)
+    assert fs.exists(other)
+    fs.rm(other)
 
 
 @pytest.mark.usefixtures("default_sigint")

@@ -14,6 +14,7 @@ import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
+from pathlib import Path
 
 from scaletune.cluster._backend import Abandon
 from scaletune.cluster._programs import check_importable
@@ -82,7 +83,7 @@ class LocalBackend:
         check_importable(tasks)
         payloads = [(task.rank, pickle.dumps(task)) for task in tasks]  # fail before spawning
         workers = self._acquire(len(tasks))
-        group = WorkerGroup(self, workers)
+        group = WorkerGroup(self, workers, tasks[0].stop_file if tasks else None)
         try:
             for worker, payload in zip(workers, payloads, strict=True):
                 worker.conn.send(payload)
@@ -174,9 +175,12 @@ class LocalBackend:
 class WorkerGroup:
     """The N workers of one job, which live and die as one."""
 
-    def __init__(self, backend: LocalBackend, workers: list[_Worker]) -> None:
+    def __init__(
+        self, backend: LocalBackend, workers: list[_Worker], stop_file: Path | None = None
+    ) -> None:
         self._backend = backend
         self._workers = workers
+        self._stop_file = stop_file
         self._done: set[int] = set()  # ranks whose process is gone
         self._finished: set[int] = set()  # ranks that finished their task
         self._ended = False
@@ -214,6 +218,12 @@ class WorkerGroup:
                 process.wait(KILL_GRACE_SECONDS)
             events.append(Exited(rank, process.returncode))
         return events
+
+    def request_stop(self) -> None:
+        """Ask every task to end at its next step: the stop file they all watch appears. A
+        file, not a signal: a signal interrupts the collective's socket calls (EINTR)."""
+        if self._stop_file is not None:
+            self._stop_file.touch()
 
     @property
     def all_finished(self) -> bool:

@@ -4,11 +4,14 @@ Started through `python -m scaletune.cluster._entry` (see there)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import importlib
 import os
 import pickle
 import signal
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -16,6 +19,7 @@ from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from scaletune.data._remote import put_folder
 from scaletune.worker import Failed, Finished, Ready, Report, WorkerContext, WorkerTask
 
 PARENT_CHECK_SECONDS = 0.5
@@ -41,26 +45,56 @@ def serve(conn: Connection, parent_pid: int) -> None:
         conn.send(run_payload(rank, payload, conn.send))
 
 
-def run_payload(rank: int, payload: bytes, send: Callable[[Report], None]) -> Finished | Failed:
-    """Run one pickled task to its end; its reports go to `send` as they come."""
+def run_payload(
+    rank: int,
+    payload: bytes,
+    send: Callable[[Report], None],
+    *,
+    stop_signal: Callable[[str], bool] | None = None,
+    log_path: Path | None = None,
+) -> Finished | Failed:
+    """Run one pickled task to its end; its reports go to `send` as they come.
+
+    A backend whose workers cannot see the controller's files passes `stop_signal` (asked
+    with the job's id) and a `log_path` of the worker's own.
+    """
     try:
         task = pickle.loads(payload)
     except Exception as exc:  # e.g. the program's module cannot be imported here
         return Failed(
             rank, f"cannot load the task: {type(exc).__name__}: {exc}", traceback.format_exc()
         )
-    return _run(task, send)
+    if log_path is not None:
+        task = dataclasses.replace(task, log_path=log_path)
+    signal_for_job = None if stop_signal is None else functools.partial(stop_signal, task.job_id)
+    return _run(task, send, signal_for_job)
 
 
-def _run(task: WorkerTask, send: Callable[[Report], None]) -> Finished | Failed:
+def _run(
+    task: WorkerTask, send: Callable[[Report], None], stop_signal: Callable[[], bool] | None
+) -> Finished | Failed:
     with _output_to(task.log_path):
         try:
-            task.program(WorkerContext(task, send))
+            with _model_folder(task) as staged:
+                staged.program(WorkerContext(staged, send, stop_signal))
         except BaseException as exc:  # the job fails with this worker's error, whatever it is
             trace = traceback.format_exc()
             print(trace, file=sys.stderr, flush=True)
             return Failed(task.rank, f"{type(exc).__name__}: {exc}", trace)
     return Finished(task.rank)
+
+
+@contextlib.contextmanager
+def _model_folder(task: WorkerTask) -> Iterator[WorkerTask]:
+    """With staging at a URL, rank 0 saves into a folder of its own, uploaded once its
+    program returns (the controller fetches it from there)."""
+    if task.model_url is None:
+        yield task
+        return
+    with tempfile.TemporaryDirectory(prefix="scaletune-model-") as folder:
+        yield dataclasses.replace(task, model_dir=Path(folder))
+        if task.rank == 0:
+            put_folder(Path(folder), task.model_url)
 
 
 @contextlib.contextmanager

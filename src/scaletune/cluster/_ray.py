@@ -10,11 +10,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib
+import os
 import pickle
 import sys
+import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from scaletune.cluster._backend import Abandon
@@ -23,7 +26,7 @@ from scaletune.cluster._programs import check_importable
 from scaletune.cluster._rendezvous import LOOPBACK, free_port
 from scaletune.errors import InvalidInputError, LaunchAbandonedError, WorkerStartError
 from scaletune.spec import BackendName, ClusterSpec, Placement
-from scaletune.worker import Exited, Failed, Finished, WorkerEvent, WorkerTask
+from scaletune.worker import Exited, Failed, Finished, LogOutput, WorkerEvent, WorkerTask
 
 DEFAULT_PRELOAD = ("numpy", "pandas", "xgboost", "scaletune.algorithms")
 WAIT_SLICE_SECONDS = 0.5  # how often a job waiting for room asks whether to go on waiting
@@ -62,8 +65,9 @@ class WorkerResources:
 
 
 class _Worker:
-    """A Ray actor (made remote in RayBackend): imports once, runs task after task. `run` and
-    `drain` run in two threads of the actor, so reports stream while the task runs."""
+    """A Ray actor (made remote in RayBackend): imports once, runs task after task. `run` runs
+    in one thread of the actor and `drain`/`stop` in another, so reports and the worker's
+    output stream back while the task runs, and a stop reaches it on whatever node it is."""
 
     def __init__(self, sys_path: list[str], preload: tuple[str, ...]) -> None:
         sys.path[:] = sys_path  # task programs are pickled by reference to their module
@@ -71,9 +75,11 @@ class _Worker:
             importlib.import_module(module)
         self._events: list[WorkerEvent] = []
         self._lock = threading.Lock()
+        self._stopped: set[str] = set()  # jobs asked to stop
+        self._log: _LogTail | None = None
 
     def address(self) -> tuple[str, int]:
-        """Where rank 0 can be reached: its node's address and a free port there."""
+        """Where this worker can be reached: its node's address and a free port there."""
         ray: Any = importlib.import_module("ray")
         host: str = ray.util.get_node_ip_address()
         return host, free_port(host)
@@ -84,7 +90,29 @@ class _Worker:
         return str(ray.get_runtime_context().get_node_id())
 
     def run(self, rank: int, payload: bytes) -> Finished | Failed:
-        return run_payload(rank, payload, self._put)
+        # The job's log folder is the controller's: output goes to a file of this node's,
+        # whose new lines `drain` hands back.
+        handle, name = tempfile.mkstemp(prefix="scaletune-ray-worker-", suffix=".log")
+        os.close(handle)
+        log = _LogTail(rank, Path(name))
+        with self._lock:
+            self._log = log
+        try:
+            return run_payload(
+                rank, payload, self._put, stop_signal=self._stop_requested, log_path=log.path
+            )
+        finally:
+            with self._lock:
+                self._log = None
+                self._events.extend(log.close())
+                self._stopped.clear()  # one task at a time: any stop was for this one
+
+    def stop(self, job_id: str) -> None:
+        with self._lock:
+            self._stopped.add(job_id)
+
+    def _stop_requested(self, job_id: str) -> bool:
+        return job_id in self._stopped
 
     def _put(self, event: WorkerEvent) -> None:
         with self._lock:
@@ -92,7 +120,41 @@ class _Worker:
 
     def drain(self) -> list[WorkerEvent]:
         with self._lock:
+            if self._log is not None:
+                self._events.extend(self._log.read())
             events, self._events = self._events, []
+        return events
+
+
+class _LogTail:
+    """A worker's log file on its own node, read as it grows."""
+
+    def __init__(self, rank: int, path: Path) -> None:
+        self.rank = rank
+        self.path = path
+        self._offset = 0
+
+    def read(self) -> list[LogOutput]:
+        try:
+            with self.path.open("rb") as log:
+                log.seek(self._offset)
+                data = log.read()
+        except OSError:
+            return []
+        # Whole lines only while the task runs: a line cut in two would be two lines.
+        end = len(data) if not data or data.endswith(b"\n") else data.rfind(b"\n") + 1
+        self._offset += end
+        text = data[:end].decode("utf-8", errors="replace")
+        return [LogOutput(self.rank, text)] if text else []
+
+    def close(self) -> list[LogOutput]:
+        events = self.read()
+        with contextlib.suppress(OSError), self.path.open("rb") as log:
+            log.seek(self._offset)
+            rest = log.read().decode("utf-8", errors="replace")
+            if rest:
+                events.append(LogOutput(self.rank, rest))
+        self.path.unlink(missing_ok=True)
         return events
 
 
@@ -166,8 +228,7 @@ class RayBackend:
         check_importable(tasks)
         placed = self._acquire(len(tasks), WorkerResources.of(cluster or ClusterSpec()), abandon)
         try:
-            host, port = self._ray.get(placed.actors[0].address.remote())
-            tasks = [_with_master(task, host, port) for task in tasks]
+            tasks = self._rendezvous_on_nodes(placed, tasks)
             runs = [
                 actor.run.remote(task.rank, pickle.dumps(task))
                 for actor, task in zip(placed.actors, tasks, strict=True)
@@ -175,7 +236,29 @@ class RayBackend:
         except BaseException:
             self._destroy(placed)
             raise
-        return RayWorkerGroup(self, placed, runs)
+        return RayWorkerGroup(self, placed, runs, tasks[0].job_id if tasks else "")
+
+    def _rendezvous_on_nodes(
+        self, placed: _Placed, tasks: Sequence[WorkerTask]
+    ) -> list[WorkerTask]:
+        """Addresses the workers serve at are on their own nodes: torch's rendezvous on rank
+        0's, and each rank's TF_CONFIG address (user scripts) on its own."""
+        scripted = bool(tasks and tasks[0].rendezvous.worker_addresses)
+        calls = [actor.address.remote() for actor in [placed.actors[0], *placed.actors]]
+        (host, port), *addresses = self._ray.get(calls if scripted else calls[:1])
+        workers = tuple(f"{h}:{p}" for h, p in addresses)
+        return [
+            dataclasses.replace(
+                task,
+                rendezvous=dataclasses.replace(
+                    task.rendezvous,
+                    master_addr=host,
+                    master_port=port,
+                    worker_addresses=workers if task.rendezvous.worker_addresses else (),
+                ),
+            )
+            for task in tasks
+        ]
 
     def ensure_capacity(self, workers: int) -> None:
         """Keep up to this many idle workers warm (a tuning job's parallel trials)."""
@@ -323,8 +406,9 @@ class RayBackend:
 class RayWorkerGroup:
     """The N actors of one job, which live and die as one."""
 
-    def __init__(self, backend: RayBackend, placed: _Placed, runs: list[Any]) -> None:
+    def __init__(self, backend: RayBackend, placed: _Placed, runs: list[Any], job_id: str) -> None:
         self._backend = backend
+        self._job_id = job_id
         self._ray = backend._ray
         self._placed = placed
         self._runs = runs  # rank -> the ObjectRef of its task's outcome
@@ -369,6 +453,11 @@ class RayWorkerGroup:
             events.append(outcome)
         return events
 
+    def request_stop(self) -> None:
+        """Ask every task to end at its next step, through its actor (on any node)."""
+        for actor in self._placed.actors:
+            actor.stop.remote(self._job_id)
+
     @property
     def all_finished(self) -> bool:
         return len(self._finished) == len(self._runs)
@@ -385,13 +474,6 @@ class RayWorkerGroup:
         if not self._ended:
             self._ended = True
             self._backend._destroy(self._placed)
-
-
-def _with_master(task: WorkerTask, host: str, port: int) -> WorkerTask:
-    """torch's rendezvous is served by rank 0: on rank 0's node, at a port free there."""
-    return dataclasses.replace(
-        task, rendezvous=dataclasses.replace(task.rendezvous, master_addr=host, master_port=port)
-    )
 
 
 def _totals(resources: dict[str, float]) -> dict[str, float]:

@@ -44,7 +44,7 @@ class GroupRendezvous:
         world_size: int,
         *,
         xgboost_tracker: bool,
-        worker_ports: bool = False,
+        worker_addresses: bool = False,
         host: str = LOOPBACK,
     ) -> None:
         self._tracker: Any = None
@@ -57,7 +57,9 @@ class GroupRendezvous:
             master_addr=host,
             master_port=free_port(host),
             xgboost_tracker=tracker_args,
-            worker_ports=tuple(free_port(host) for _ in range(world_size)) if worker_ports else (),
+            worker_addresses=tuple(f"{host}:{free_port(host)}" for _ in range(world_size))
+            if worker_addresses
+            else (),
         )
 
     def close(self, *, completed: bool) -> None:

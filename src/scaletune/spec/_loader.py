@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from scaletune.errors import InvalidInputError
-from scaletune.spec._training import TrainingJobSpec
+from scaletune.spec._training import TrainingJobSpec, is_url
 from scaletune.spec._tuning import TuningJobSpec
 
 _PATH_KEYS = ("path", "dataset_file")
@@ -127,12 +127,16 @@ def _resolve_paths(raw: dict[str, Any], base_dir: Path) -> dict[str, Any]:
             if isinstance(channel, dict):
                 channel = dict(channel)
                 for key in _PATH_KEYS:
-                    if isinstance(channel.get(key), str):
+                    if isinstance(channel.get(key), str) and not is_url(channel[key]):
                         channel[key] = _absolute(channel[key], base_dir)
             resolved[name] = channel
         raw["channels"] = resolved
     if isinstance(raw.get("output_path"), str):
         raw["output_path"] = _absolute(raw["output_path"], base_dir)
+    cluster = raw.get("cluster")
+    staging = cluster.get("staging") if isinstance(cluster, dict) else None
+    if isinstance(cluster, dict) and isinstance(staging, str) and not is_url(staging):
+        raw["cluster"] = {**cluster, "staging": _absolute(staging, base_dir)}
     script = raw.get("script")
     if isinstance(script, dict):
         script = dict(script)

@@ -5,11 +5,28 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 HyperparameterValue = bool | int | float | str | list[str]
+
+URL_PATTERN = r"^[A-Za-z][A-Za-z0-9+.-]*://."
+# A location fsspec opens (s3://bucket/key, gs://..., file:///...): kept as text, never a Path.
+DataUrl = Annotated[str, StringConstraints(pattern=URL_PATTERN)]
+# A URL when it looks like one, else a local (or shared-filesystem) path.
+Location = Annotated[DataUrl | Path, Field(union_mode="left_to_right")]
+
+
+def is_url(location: object) -> bool:
+    return isinstance(location, str) and re.match(URL_PATTERN, location) is not None
 
 
 class AlgorithmName(StrEnum):
@@ -68,6 +85,12 @@ class ClusterSpec(_Frozen):
     cpus_per_worker: float = Field(default=1.0, ge=0)
     gpus_per_worker: float = Field(default=0.0, ge=0)
     memory_per_worker_mb: int | None = Field(default=None, ge=1)
+    staging: Location | None = Field(
+        default=None,
+        description="where each job's data shards and model pass between the controller and "
+        "its workers: a folder every node shares or an object-storage URL (s3://bucket/prefix); "
+        "the controller's temporary folder if unset (one machine)",
+    )
 
 
 class DistributionSpec(_Frozen):
@@ -90,9 +113,10 @@ class DistributionSpec(_Frozen):
 
 
 class ChannelSpec(_Frozen):
-    """One data channel: a CSV file or folder (label first, no header), or a built-in dataset."""
+    """One data channel: a CSV file or folder (label first, no header), local or at a URL
+    fsspec opens (s3://bucket/train.csv), or a built-in dataset."""
 
-    path: Path | None = None
+    path: Location | None = None
     dataset: BuiltinDataset | None = None
     dataset_file: Path | None = Field(
         default=None, description="the raw file a built-in dataset is prepared from"
@@ -109,7 +133,8 @@ class ChannelSpec(_Frozen):
         if self.path is not None and (self.dataset_file is not None or self.split is not None):
             raise ValueError("'dataset_file' and 'split' go with 'dataset', not with 'path'")
         for name, value in (("path", self.path), ("dataset_file", self.dataset_file)):
-            if value is not None and not _readable(value):
+            # A URL is checked when it is read: checking here would need the network.
+            if isinstance(value, Path) and not _readable(value):
                 raise ValueError(f"{name} {str(value)!r} does not exist or cannot be read")
         return self
 

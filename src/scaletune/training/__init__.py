@@ -6,6 +6,7 @@ from scaletune.training._orphans import (
     process_alive,
     reconcile_orphan,
     remove_scratch,
+    staging_of,
 )
 from scaletune.training._paths import JobPaths
 from scaletune.training._stopper import Stopper
@@ -20,4 +21,5 @@ __all__ = [
     "process_alive",
     "reconcile_orphan",
     "remove_scratch",
+    "staging_of",
 ]

@@ -29,8 +29,17 @@ from scaletune.store import (
 )
 from scaletune.training._ids import new_job_id
 from scaletune.training._paths import SCRATCH_PREFIX, JobPaths
+from scaletune.training._staging import JobStaging
 from scaletune.training._stopper import Stopper
-from scaletune.worker import ChannelShard, Exited, Failed, Finished, Report, WorkerTask
+from scaletune.worker import (
+    ChannelShard,
+    Exited,
+    Failed,
+    Finished,
+    LogOutput,
+    Report,
+    WorkerTask,
+)
 
 ROOT_CAUSE_SECONDS = 0.5
 STOP_FILE = "stop"  # in the job's scratch folder: asks its workers to end at their next step
@@ -129,13 +138,15 @@ class TrainingController:
         start_time, started = self.clock.time(), self.clock.monotonic()
         self.store.mark_in_progress(job.id, start_time, os.getpid(), socket.gethostname())
         scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{job.id}-"))
+        staging: JobStaging | None = None
         final_metrics: dict[str, float] = {}
         pending: list[MetricPoint] = []  # reports not yet in the store
         group: Group | None = None
         rendezvous: GroupRendezvous | None = None
         interrupted = False
         try:
-            tasks, rendezvous = self._tasks(job, scratch)
+            staging = JobStaging.create(job.spec.cluster.staging, job.id, scratch)
+            tasks, rendezvous = self._tasks(job, staging)
             wait = _RoomWait(self, job, stop, started)
             group = self.backend.launch(tasks, job.spec.cluster, abandon=wait)
             if wait.waited:
@@ -150,7 +161,6 @@ class TrainingController:
                 final_metrics,
                 pending,
                 on_report or _ignore,
-                scratch / STOP_FILE,
             )
         except KeyboardInterrupt:
             interrupted = True
@@ -174,10 +184,13 @@ class TrainingController:
                 rendezvous.close(completed=clean and ending.status is JobStatus.COMPLETED)
             if clean:
                 try:
-                    artifact = str(self._publish(job, scratch / "model"))
-                except OSError as exc:
+                    assert staging is not None  # a group was placed, so staging was made
+                    artifact = str(self._publish(job, staging.fetch_model()))
+                except (OSError, InvalidInputError) as exc:
                     ending = _Ending(JobStatus.FAILED, f"could not publish the model: {exc}")
         finally:
+            if staging is not None:
+                staging.remove()
             shutil.rmtree(scratch, ignore_errors=True)
             self.store.append_metrics(job.id, pending)
             wall = self.clock.monotonic() - started
@@ -198,22 +211,24 @@ class TrainingController:
             raise KeyboardInterrupt
         return self.store.get_training_job(job.id)
 
-    def _tasks(self, job: PreparedJob, scratch: Path) -> tuple[list[WorkerTask], GroupRendezvous]:
+    def _tasks(
+        self, job: PreparedJob, staging: JobStaging
+    ) -> tuple[list[WorkerTask], GroupRendezvous]:
         shards = {
             name.value: ChannelShard(
-                TableFiles.write(table, scratch / "data" / name.value),
+                TableFiles.write(table, staging.data_folder(name)),
                 sharded=job.spec.sharding(name) is ShardingMode.SHARDED,
                 source=job.spec.channels[name].path or job.spec.channels[name].dataset_file,
             )
             for name, table in job.data.tables.items()
         }
-        (scratch / "model").mkdir()
+        staging.prepare()
         job.paths.logs.mkdir(parents=True, exist_ok=True)
         world_size = job.spec.instance_count
         rendezvous = GroupRendezvous(
             world_size,
             xgboost_tracker=job.algorithm.wants_xgboost_tracker(job.spec) and world_size > 1,
-            worker_ports=job.spec.script is not None,
+            worker_addresses=job.spec.script is not None,
             host=self.backend.rendezvous_host,
         )
         tasks = [
@@ -224,11 +239,12 @@ class TrainingController:
                 program=job.algorithm.program,
                 hyperparameters=job.hyperparameters,
                 channels=shards,
-                model_dir=scratch / "model",
+                model_dir=staging.model_dir,
+                model_url=staging.model_url,
                 log_path=job.paths.log_path(rank),
                 rendezvous=rendezvous.info,
                 seed=job.spec.seed,
-                stop_file=scratch / STOP_FILE,
+                stop_file=staging.scratch / STOP_FILE,
                 distribution=job.spec.distribution,
                 script=job.spec.script,
                 reporting_rank=job.spec.script.metrics_rank if job.spec.script else 0,
@@ -246,7 +262,6 @@ class TrainingController:
         final_metrics: dict[str, float],
         pending: list[MetricPoint],
         on_report: Callable[[Report], None],
-        stop_file: Path,
     ) -> _Ending:
         deadline = started + job.spec.max_runtime_seconds
         next_stop_check = next_flush = started
@@ -271,12 +286,14 @@ class TrainingController:
                             ],
                         )
                     on_report(event)
+                elif isinstance(event, LogOutput):
+                    _append_log(job, event)
                 elif isinstance(event, Finished):
                     finished.add(event.rank)
                 elif isinstance(event, Failed | Exited):
                     failures.append(event)
             if failures:
-                return _failure(self._with_root_cause(group, failures))
+                return _failure(self._with_root_cause(job, group, failures))
             now = self.clock.monotonic()
             if now >= next_flush:
                 next_flush = now + self.metrics_flush_seconds
@@ -300,16 +317,21 @@ class TrainingController:
             if stopping is not None:
                 # Ask first: a program that checks ends cleanly at its next step, saves its
                 # model, and its workers stay warm for the next job.
-                stop_file.touch()
+                group.request_stop()
                 grace_ends = now + self.stop_grace_seconds
         return stopping or _Ending(JobStatus.COMPLETED)
 
     def _with_root_cause(
-        self, group: Group, failures: list[Failed | Exited]
+        self, job: PreparedJob, group: Group, failures: list[Failed | Exited]
     ) -> list[Failed | Exited]:
-        """A worker's death makes its peers' collectives fail: give a death time to show."""
+        """A worker's death makes its peers' collectives fail: give a death time to show
+        (and the workers' last output time to reach the log)."""
         if not any(isinstance(event, Exited) for event in failures):
-            failures += [e for e in group.poll(ROOT_CAUSE_SECONDS) if isinstance(e, Exited)]
+            for event in group.poll(ROOT_CAUSE_SECONDS):
+                if isinstance(event, Exited):
+                    failures.append(event)
+                elif isinstance(event, LogOutput):
+                    _append_log(job, event)
         return failures
 
     def _publish(self, job: PreparedJob, staged: Path) -> Path:
@@ -387,6 +409,11 @@ def _failure(failures: list[Failed | Exited]) -> _Ending:
     first = failures[0]
     assert isinstance(first, Failed)
     return _Ending(JobStatus.FAILED, f"worker {first.rank} failed: {first.error}")
+
+
+def _append_log(job: PreparedJob, event: LogOutput) -> None:
+    with job.paths.log_path(event.rank).open("a", encoding="utf-8") as log:
+        log.write(event.text)
 
 
 def _ignore(report: Report) -> None:

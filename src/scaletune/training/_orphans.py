@@ -9,8 +9,10 @@ from pathlib import Path
 
 import psutil
 
+from scaletune.spec import is_url
 from scaletune.store import JobStatus, Store, TrainingJobRecord
 from scaletune.training._paths import SCRATCH_PREFIX
+from scaletune.training._staging import remove_orphaned_staging
 
 
 def controller_alive(record: TrainingJobRecord) -> bool:
@@ -27,17 +29,20 @@ def process_alive(pid: int | None, host: str | None) -> bool:
         return False
 
 
-def remove_scratch(job_id: str) -> None:
-    """A job's private temp folder, left behind when its controller was killed (kill -9)."""
+def remove_scratch(job_id: str, staging: Path | str | None = None) -> None:
+    """A job's private temp folder, and what it staged elsewhere, left behind when its
+    controller was killed (kill -9)."""
     for folder in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}{job_id}-*"):
         shutil.rmtree(folder, ignore_errors=True)
+    if staging is not None:
+        remove_orphaned_staging(staging, job_id)
 
 
 def reconcile_orphan(store: Store, record: TrainingJobRecord, now: float) -> TrainingJobRecord:
     if record.status is not JobStatus.IN_PROGRESS or controller_alive(record):
         return record
     status = JobStatus.STOPPED if record.stop_requested else JobStatus.FAILED
-    remove_scratch(record.id)
+    remove_scratch(record.id, staging_of(record))
     store.abandon_training_job(
         record.id,
         status,
@@ -45,3 +50,13 @@ def reconcile_orphan(store: Store, record: TrainingJobRecord, now: float) -> Tra
         now,
     )
     return store.get_training_job(record.id)
+
+
+def staging_of(record: TrainingJobRecord) -> Path | str | None:
+    """Where the job staged its data, from its stored spec (read as is: re-validating it
+    would check paths that may be gone by now)."""
+    cluster = record.spec.get("cluster")
+    staging = cluster.get("staging") if isinstance(cluster, dict) else None
+    if not isinstance(staging, str):
+        return None
+    return staging if is_url(staging) else Path(staging)

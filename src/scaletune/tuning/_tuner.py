@@ -24,7 +24,13 @@ from scaletune.store import (
     TrainingJobRecord,
     TuningJobRecord,
 )
-from scaletune.training import Stopper, TrainingController, process_alive, remove_scratch
+from scaletune.training import (
+    Stopper,
+    TrainingController,
+    process_alive,
+    remove_scratch,
+    staging_of,
+)
 from scaletune.training._ids import new_job_id
 from scaletune.tuning._runners import JobTrialRunner, TrialRunner
 from scaletune.tuning._schedulers import Decision, Scheduler
@@ -131,7 +137,7 @@ class TuningController:
         now = self.clock.time()
         for trial in self.store.training_jobs_of(tuning_id):
             if not trial.status.is_terminal:
-                remove_scratch(trial.id)
+                remove_scratch(trial.id, staging_of(trial))
                 self.store.abandon_training_job(
                     trial.id,
                     JobStatus.FAILED,

@@ -1,6 +1,14 @@
 """What runs inside each worker process. Imports nothing of training, store or cli."""
 
-from scaletune.worker._messages import Exited, Failed, Finished, Ready, Report, WorkerEvent
+from scaletune.worker._messages import (
+    Exited,
+    Failed,
+    Finished,
+    LogOutput,
+    Ready,
+    Report,
+    WorkerEvent,
+)
 from scaletune.worker._task import (
     ChannelShard,
     Rendezvous,
@@ -14,6 +22,7 @@ __all__ = [
     "Exited",
     "Failed",
     "Finished",
+    "LogOutput",
     "Ready",
     "Rendezvous",
     "Report",

@@ -40,4 +40,13 @@ class Exited:
     reason: str | None = None  # what the backend knows of why (Ray: node lost, OOM...)
 
 
-WorkerEvent = Report | Finished | Failed | Exited
+@dataclass(frozen=True)
+class LogOutput:
+    """What a worker printed, for workers whose log file the controller cannot see (Ray's,
+    possibly on another machine): the controller appends it to the job's log."""
+
+    rank: int
+    text: str
+
+
+WorkerEvent = Report | Finished | Failed | Exited | LogOutput

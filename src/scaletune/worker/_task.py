@@ -23,14 +23,15 @@ class Rendezvous:
     master_addr: str
     master_port: int
     xgboost_tracker: Mapping[str, str | int] = field(default_factory=dict)
-    worker_ports: tuple[int, ...] = ()  # one per rank, for TF_CONFIG (user scripts only)
+    # "host:port" of each rank, on its own node, for TF_CONFIG (user scripts only).
+    worker_addresses: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class ChannelShard:
     files: TableFiles
     sharded: bool
-    source: Path | None = None  # the file or folder the channel was read from, if any
+    source: Path | str | None = None  # the file, folder or URL the channel was read from
 
     def n_rows(self) -> int:
         """Rows of the whole channel, not of one worker's shard."""
@@ -66,20 +67,30 @@ class WorkerTask:
     stop_file: Path | None = None
     distribution: DistributionSpec = field(default_factory=DistributionSpec)
     script: ScriptSpec | None = None  # algorithm "script": what to launch
+    # With staging at a URL: model_dir is the worker's own temp folder, uploaded here after.
+    model_url: str | None = None
     reporting_rank: int = 0  # whose reports count (one rank's only: the others would repeat)
 
 
 class WorkerContext:
     """What a worker program sees: its rank, its data, and one call to report metrics."""
 
-    def __init__(self, task: WorkerTask, send: Callable[[Report], None]) -> None:
+    def __init__(
+        self,
+        task: WorkerTask,
+        send: Callable[[Report], None],
+        stop_signal: Callable[[], bool] | None = None,
+    ) -> None:
         self.task = task
         self._send = send
+        self._stop_signal = stop_signal  # how a backend without the stop file asks (Ray)
 
     def stop_requested(self) -> bool:
         """The controller asks this task to end at its next step (early stopping, a stop, the
         time limit). Programs that check it end cleanly, save what they have, and their
         workers stay warm; programs that do not are killed after a grace period."""
+        if self._stop_signal is not None and self._stop_signal():
+            return True
         return self.task.stop_file is not None and self.task.stop_file.exists()
 
     @property

@@ -116,11 +116,7 @@ def _environment(ctx: WorkerContext, script: ScriptSpec, folder: Path) -> dict[s
             # TensorFlow's MultiWorkerMirroredStrategy.
             "TF_CONFIG": json.dumps(
                 {
-                    "cluster": {
-                        "worker": [
-                            f"{rendezvous.master_addr}:{port}" for port in rendezvous.worker_ports
-                        ]
-                    },
+                    "cluster": {"worker": list(rendezvous.worker_addresses)},
                     "task": {"type": "worker", "index": ctx.rank},
                 }
             ),

@@ -1,0 +1,90 @@
+"""Where one job's data shards and model pass between its controller and its workers.
+
+Unset, that is the controller's temporary folder (every worker on this machine). A folder every
+node mounts, or an object-storage URL, lets workers run on other machines: the controller
+writes the shards there, each worker reads only its rows, and rank 0 leaves the model there
+for the controller to publish.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from scaletune.data._remote import filesystem, get_folder, join_url, reading, remove_url
+from scaletune.spec import ChannelName
+from scaletune.training._paths import SCRATCH_PREFIX
+
+
+@dataclass(frozen=True)
+class JobStaging:
+    """`root` is a local (or shared) folder, or a URL (str). Workers write the model to
+    `model_dir` on their own machine; with a URL root they then upload it to `model_url`."""
+
+    root: Path | str
+    scratch: Path  # the controller's own temp folder (the stop file, the fetched model)
+
+    @classmethod
+    def create(cls, staging: Path | str | None, job_id: str, scratch: Path) -> JobStaging:
+        name = f"{SCRATCH_PREFIX}{job_id}-{secrets.token_hex(4)}"
+        if staging is None:
+            return cls(scratch, scratch)
+        if isinstance(staging, str):
+            return cls(join_url(staging, name), scratch)
+        staging.mkdir(parents=True, exist_ok=True)
+        return cls(Path(tempfile.mkdtemp(prefix=f"{name}-", dir=staging)), scratch)
+
+    def data_folder(self, channel: ChannelName) -> Path | str:
+        if isinstance(self.root, str):
+            return join_url(self.root, "data", channel.value)
+        return self.root / "data" / channel.value
+
+    @property
+    def model_dir(self) -> Path:
+        """Where rank 0's program writes: in the staging folder, or, with a URL, a folder of
+        the worker's own that it uploads to `model_url` once the program ends."""
+        if isinstance(self.root, str):
+            return self.scratch / "model"  # a placeholder: each worker makes its own
+        return self.root / "model"
+
+    @property
+    def model_url(self) -> str | None:
+        return join_url(self.root, "model") if isinstance(self.root, str) else None
+
+    def prepare(self) -> None:
+        if isinstance(self.root, Path):
+            self.model_dir.mkdir(parents=True, exist_ok=True)
+
+    def fetch_model(self) -> Path:
+        """A local folder holding what rank 0 saved."""
+        if self.model_url is None:
+            return self.model_dir
+        local = self.scratch / "model"
+        local.mkdir(parents=True, exist_ok=True)
+        get_folder(self.model_url, local)
+        return local
+
+    def remove(self) -> None:
+        """Everything the job staged goes, whatever its end (a failure here is not the job's)."""
+        if isinstance(self.root, str):
+            with contextlib.suppress(Exception):
+                remove_url(self.root)
+        elif self.root != self.scratch:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+def remove_orphaned_staging(staging: Path | str, job_id: str) -> None:
+    """What a killed controller left in a staging location."""
+    pattern = f"{SCRATCH_PREFIX}{job_id}-*"
+    if isinstance(staging, Path):
+        for folder in staging.glob(pattern):
+            shutil.rmtree(folder, ignore_errors=True)
+        return
+    with contextlib.suppress(Exception), reading(staging):
+        fs, root = filesystem(staging)
+        for key in fs.glob(join_url(root, pattern)):
+            fs.rm(key, recursive=True)
