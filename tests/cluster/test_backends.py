@@ -147,6 +147,7 @@ def test_what_workers_print_reaches_the_jobs_log(backend_session: Session) -> No
     assert record.status is JobStatus.COMPLETED, record.failure_reason
     for rank in range(3):
         log = (Path(record.log_dir or "") / f"worker-{rank}.log").read_text()
+        assert f"scaletune: job {record.id}, rank {rank} of 3, on " in log
         assert f"hello from rank {rank} of 3\n" in log
         assert "native stderr line\n" in log
 

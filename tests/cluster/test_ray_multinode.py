@@ -1,6 +1,7 @@
 """Two Ray nodes on one machine (a head and a second `ray start` with a resource label of its
 own): a job whose placement is SPREAD runs its workers on both. The controller is a process
-of its own, as it would be against a real cluster."""
+of its own, as it would be against a real cluster, and the job's data, model and output pass
+as they would between machines: through object storage (a local S3) and Ray."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
+import fsspec
 import pytest
 
 from scaletune.cluster import free_port
@@ -19,8 +21,13 @@ from scaletune.cluster import free_port
 pytest.importorskip("ray", reason="the Ray backend needs scaletune[ray]")
 
 RAY = str(Path(sys.executable).with_name("ray"))
-# A loopback-only test cluster: no token to share between the nodes and the controller.
-ENVIRONMENT = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+
+
+def _environment() -> dict[str, str]:
+    """A loopback-only test cluster: no token to share between the nodes and the controller.
+    The local S3's address, set by then, reaches the nodes' workers."""
+    return {**os.environ, "RAY_AUTH_MODE": "disabled"}
+
 
 CONTROLLER = textwrap.dedent(
     """
@@ -30,13 +37,15 @@ CONTROLLER = textwrap.dedent(
     from scaletune.cluster import RayBackend
     from scaletune.spec import training_spec_from_dict
 
-    address, store = sys.argv[1], sys.argv[2]
+    address, store, bucket = sys.argv[1], sys.argv[2], sys.argv[3]
     spec = training_spec_from_dict({
         "algorithm": "xgboost",
         "instance_count": 2,
         "hyperparameters": {"num_round": 3},
-        "channels": {"train": {"dataset": "breast-cancer"}},
-        "cluster": {"backend": "ray", "placement": "SPREAD"},
+        "channels": {"train": {"path": f"{bucket}/data/"}},
+        "cluster": {
+            "backend": "ray", "placement": "SPREAD", "staging": f"{bucket}/staging",
+        },
     })
     groups = []
     with RayBackend(address=address) as backend, Session(store, backend=backend) as session:
@@ -47,6 +56,8 @@ CONTROLLER = textwrap.dedent(
             "labelled": sum("second_node" in n["Resources"] for n in nodes),
             "status": record.status.value,
             "reason": record.failure_reason,
+            "artifact": record.artifact,
+            "log_dir": record.log_dir,
             "worker_nodes": groups[0].nodes,
         }))
     """
@@ -54,11 +65,11 @@ CONTROLLER = textwrap.dedent(
 
 
 def _ray(*args: str) -> None:
-    subprocess.run([RAY, *args], check=True, capture_output=True, timeout=120, env=ENVIRONMENT)
+    subprocess.run([RAY, *args], check=True, capture_output=True, timeout=120, env=_environment())
 
 
 @pytest.fixture(scope="module")
-def two_nodes() -> Iterator[str]:
+def two_nodes(s3_endpoint: str) -> Iterator[str]:
     port = free_port()
     address = f"127.0.0.1:{port}"
     try:
@@ -71,16 +82,27 @@ def two_nodes() -> Iterator[str]:
         subprocess.run([RAY, "stop", "--force"], capture_output=True, timeout=120)
 
 
-def test_a_spread_job_places_its_workers_on_both_nodes(two_nodes: str, store_path: Path) -> None:
+def test_a_spread_job_runs_on_both_nodes_with_its_data_in_object_storage(
+    two_nodes: str, store_path: Path, s3_bucket: str
+) -> None:
+    rows = [f"{i % 2},{(i % 2) + 0.1 * (i % 7)},{i % 5}" for i in range(80)]
+    for part in (0, 1):  # a prefix of two files, read as one channel
+        with fsspec.open(f"{s3_bucket}/data/part-{part}.csv", "w") as handle:
+            handle.write("\n".join(rows[part::2]) + "\n")
     done = subprocess.run(
-        [sys.executable, "-c", CONTROLLER, two_nodes, str(store_path)],
+        [sys.executable, "-c", CONTROLLER, two_nodes, str(store_path), s3_bucket],
         capture_output=True,
         text=True,
         timeout=300,
-        env=ENVIRONMENT,
+        env=_environment(),
     )
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert (result["nodes"], result["labelled"]) == (2, 1)
     assert result["status"] == "Completed", result["reason"]
     assert len(set(result["worker_nodes"])) == 2
+    assert (Path(result["artifact"]) / "xgboost-model.json").exists()  # rank 0 uploaded it
+    for rank in (0, 1):  # written on each node, streamed back through its actor
+        log = (Path(result["log_dir"]) / f"worker-{rank}.log").read_text()
+        assert f"rank {rank} of 2, on " in log
+    assert fsspec.filesystem("s3").find(f"{s3_bucket}/staging") == []

@@ -10,6 +10,7 @@ import importlib
 import os
 import pickle
 import signal
+import socket
 import sys
 import tempfile
 import threading
@@ -74,6 +75,11 @@ def _run(
     task: WorkerTask, send: Callable[[Report], None], stop_signal: Callable[[], bool] | None
 ) -> Finished | Failed:
     with _output_to(task.log_path):
+        print(  # which machine ran which rank: the first thing to know on a cluster
+            f"scaletune: job {task.job_id}, rank {task.rank} of {task.world_size}, on "
+            f"{socket.gethostname()} (pid {os.getpid()})",
+            flush=True,
+        )
         try:
             with _model_folder(task) as staged:
                 staged.program(WorkerContext(staged, send, stop_signal))
