@@ -1,8 +1,10 @@
-"""Per-job start overhead on Ray: the same 3-worker DDP job (a gloo group, one DDP step, one
-report) on scaletune's local backend and on its Ray backend, each cold (new workers) and warm
-(a group kept from the job before), against Ray Train's own TorchTrainer. Rounds alternate
-the variants so that machine noise falls on all; overhead = a job's wall time minus the
-workers' own step time.
+"""Per-job start overhead on Ray: the same 3-worker jobs on scaletune's local backend and on
+its Ray backend, each cold (new workers) and warm (a group kept from the job before), against
+Ray Train's own trainers. Two jobs: a DDP job (a gloo group, one DDP step, one report) against
+`TorchTrainer`, overhead = a job's wall time minus the workers' own step time; and a
+10-round XGBoost job on breast cancer (each worker its third of the rows, the model saved)
+against `XGBoostTrainer`, compared by whole wall time. Rounds alternate the variants so that
+machine noise falls on all.
 
     .bench-venv/bin/python -m benchmarks.overhead.ray_start [--rounds 5]
 """
@@ -15,6 +17,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +47,68 @@ def scaletune_job(session: Session, backend: str) -> tuple[float, float]:
         raise RuntimeError(f"{backend} job: {record.status.value}: {record.failure_reason}")
     step = session.store.metrics(record.id, "train_seconds")[-1].value
     return wall, step
+
+
+XGBOOST_ROUNDS = 10
+Job = Callable[[Session, str], tuple[float, float]]
+
+
+def scaletune_xgboost_job(session: Session, backend: str) -> tuple[float, float]:
+    """Wall seconds of the built-in XGBoost job through the controller (no step to subtract)."""
+    spec = training_spec_from_dict(
+        {
+            "algorithm": "xgboost",
+            "instance_count": WORKERS,
+            "hyperparameters": {"num_round": XGBOOST_ROUNDS, "eval_metric": "logloss"},
+            "channels": {"train": {"dataset": "breast-cancer"}},
+            "cluster": {"backend": backend},
+        }
+    )
+    started = time.perf_counter()
+    record = session.controller.run(session.controller.prepare(spec))
+    wall = time.perf_counter() - started
+    if record.status.value != "Completed":
+        raise RuntimeError(f"{backend} job: {record.status.value}: {record.failure_reason}")
+    return wall, 0.0
+
+
+def _xgboost_worker(config: dict[str, Any]) -> None:
+    """Ray Train's XGBoost worker: its third of the rows, the same rounds, the model saved
+    (RayTrainReportCallback checkpoints it at the end, as scaletune publishes it)."""
+    import ray.train
+    import xgboost
+    from ray.train.xgboost import RayTrainReportCallback
+    from sklearn.datasets import load_breast_cancer
+
+    features, labels = load_breast_cancer(return_X_y=True)
+    context = ray.train.get_context()
+    rank, size = context.get_world_rank(), context.get_world_size()
+    rows = slice(rank * len(labels) // size, (rank + 1) * len(labels) // size)
+    train = xgboost.DMatrix(features[rows], label=labels[rows])
+    xgboost.train(
+        {"objective": "binary:logistic", "eval_metric": "logloss", "tree_method": "hist"},
+        train,
+        num_boost_round=config["rounds"],
+        evals=[(train, "train")],
+        callbacks=[RayTrainReportCallback()],
+    )
+
+
+def ray_train_xgboost_job(storage: Path) -> tuple[float, float]:
+    import ray.train
+    from ray.train.xgboost import XGBoostTrainer
+
+    storage.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    XGBoostTrainer(
+        _xgboost_worker,
+        train_loop_config={"rounds": XGBOOST_ROUNDS},
+        scaling_config=ray.train.ScalingConfig(num_workers=WORKERS, use_gpu=False),
+        run_config=ray.train.RunConfig(
+            name=f"xgboost-{time.monotonic_ns()}", storage_path=str(storage)
+        ),
+    ).fit()
+    return time.perf_counter() - started, 0.0
 
 
 def ray_train_job(storage: Path) -> tuple[float, float]:
@@ -82,27 +147,37 @@ def main() -> None:
             warm_local, warm_ray = LocalBackend(), RayBackend()
             sessions: dict[str, Backend] = {"local warm": warm_local, "ray warm": warm_ray}
 
-            def cold(backend: Callable[[], Backend], name: str) -> tuple[float, float]:
+            def cold(backend: Callable[[], Backend], name: str, job: Job) -> tuple[float, float]:
                 workers = backend()
                 try:
                     with Session(folder / "store.db", backend=workers) as session:
-                        return scaletune_job(session, name)
+                        return job(session, name)
                 finally:
                     workers.close()
 
-            def warm(label: str, name: str) -> tuple[float, float]:
+            def warm(label: str, name: str, job: Job) -> tuple[float, float]:
                 with Session(folder / "store.db", backend=sessions[label]) as session:
-                    return scaletune_job(session, name)
+                    return job(session, name)
 
-            variants: dict[str, Callable[[], tuple[float, float]]] = {
-                "scaletune local, cold": lambda: cold(
-                    lambda: LocalBackend(warm_pool=False), "local"
-                ),
-                "scaletune local, warm": lambda: warm("local warm", "local"),
-                "scaletune Ray, cold": lambda: cold(lambda: RayBackend(warm_pool=False), "ray"),
-                "scaletune Ray, warm": lambda: warm("ray warm", "ray"),
-                "Ray Train TorchTrainer": lambda: ray_train_job(folder / "ray-train"),
-            }
+            def local_cold() -> Backend:
+                return LocalBackend(warm_pool=False)
+
+            def ray_cold() -> Backend:
+                return RayBackend(warm_pool=False)
+
+            variants: dict[str, Callable[[], tuple[float, float]]] = {}
+            for job_name, job in (("DDP", scaletune_job), ("XGBoost", scaletune_xgboost_job)):
+                variants |= {
+                    f"{job_name}: scaletune local, cold": partial(cold, local_cold, "local", job),
+                    f"{job_name}: scaletune local, warm": partial(warm, "local warm", "local", job),
+                    f"{job_name}: scaletune Ray, cold": partial(cold, ray_cold, "ray", job),
+                    f"{job_name}: scaletune Ray, warm": partial(warm, "ray warm", "ray", job),
+                }
+                variants[f"{job_name}: Ray Train"] = (
+                    partial(ray_train_job, folder / "ray-train")
+                    if job_name == "DDP"
+                    else partial(ray_train_xgboost_job, folder / "ray-train-xgboost")
+                )
             for run in variants.values():
                 run()  # once each first: imports, Ray's worker processes, warm groups
             for _ in range(args.rounds):
@@ -117,27 +192,29 @@ def main() -> None:
     overhead = {
         name: [w - s for w, s in zip(wall[name], steps[name], strict=True)] for name in wall
     }
-    reference = statistics.median(overhead["Ray Train TorchTrainer"])
     table = [
         [
-            "variant",
+            "job: variant",
             "job wall seconds, median (min–max)",
             "of which the step",
             "overhead",
             "Ray Train ÷ this",
-        ],
-        *[
+        ]
+    ]
+    for name in wall:
+        reference = statistics.median(overhead[name.split(":")[0] + ": Ray Train"])
+        table.append(
             [
                 name,
                 f"{summary(wall[name])['median']:.3f} ({summary(wall[name])['min']:.3f}–"
                 f"{summary(wall[name])['max']:.3f})",
-                f"{statistics.median(steps[name]) * 1000:.1f} ms",
+                f"{statistics.median(steps[name]) * 1000:.1f} ms"
+                if name.startswith("DDP")
+                else "—",
                 f"{statistics.median(overhead[name]):.3f} s",
                 f"{reference / statistics.median(overhead[name]):.1f}×",
             ]
-            for name in wall
-        ],
-    ]
+        )
     results: dict[str, Any] = {
         "rounds": args.rounds,
         "workers": WORKERS,
@@ -147,16 +224,20 @@ def main() -> None:
     }
     write(
         "overhead_ray_start",
-        "Per-job start overhead of a 3-worker DDP job: local and Ray backends, cold and warm, "
-        "vs Ray Train",
+        "Per-job start overhead of 3-worker DDP and XGBoost jobs: local and Ray backends, cold "
+        "and warm, vs Ray Train's TorchTrainer and XGBoostTrainer",
         results,
         table,
         f"""
 {args.rounds} rounds, variants alternating, one run of each first. Cold: new workers for the
 job (local: processes spawned and imports done; Ray: a placement group and 3 actors); warm: the
-group kept from the job before. Ray Train: `TorchTrainer.fit()` per job (Ray Train V2, no
-Tune). One local Ray instance with {2 * WORKERS + 1} logical CPUs for all Ray variants (the
-warm group keeps its 3 while the others run); its start is not counted.
+group kept from the job before. Ray Train: `TorchTrainer.fit()` / `XGBoostTrainer.fit()` per
+job (Ray Train V2, no Tune). DDP overhead = wall minus the workers' step; XGBoost (10 rounds
+on breast cancer, a third of the rows each, the model saved) is compared by whole wall time,
+its training being the same few milliseconds in both. scaletune's XGBoost job also checks and
+prepares the data (the controller's share). One local Ray instance with {2 * WORKERS + 1}
+logical CPUs for all Ray variants (the warm group keeps its 3 while the others run); its
+start is not counted.
 """,
         environment=".bench-venv",
     )

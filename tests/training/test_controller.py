@@ -211,3 +211,25 @@ def test_a_stopped_xgboost_job_ends_cleanly_with_its_model_and_warm_workers(
     model = Path(record.artifact or "") / "xgboost-model.json"
     assert model.exists()  # saved at the round where all workers agreed to stop
     assert set(group.pids) <= set(warm_backend.idle_pids)  # asked, not killed
+
+
+@pytest.mark.parametrize(
+    ("staging", "expected"),
+    [
+        (
+            "s3://no-such-bucket-here/staging",
+            r"cluster\.staging 's3://no-such-bucket-here/staging' cannot be written: ",
+        ),
+        ("nosuchprotocol://x/y", r"'nosuchprotocol://x/y' cannot be opened: Protocol not known"),
+        ("{blocker}/staging", r"cluster\.staging '.*a-file/staging' cannot be written: Not a"),
+    ],
+)
+def test_a_staging_location_that_cannot_be_written_is_refused_before_the_job_is(
+    s3_endpoint: str, session: Session, tmp_path: Path, staging: str, expected: str
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("a file where a folder should be")
+    with pytest.raises(InvalidInputError, match=expected) as caught:
+        session.controller.prepare(_spec(cluster={"staging": staging.format(blocker=blocker)}))
+    assert "\n" not in str(caught.value)
+    assert session.store.list_training_jobs() == []

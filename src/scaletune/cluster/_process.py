@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from scaletune.data._remote import put_folder
+from scaletune.data import put_folder
 from scaletune.worker import Failed, Finished, Ready, Report, WorkerContext, WorkerTask
 
 PARENT_CHECK_SECONDS = 0.5

@@ -1,4 +1,5 @@
-"""Datasets: CSV channels, built-in datasets, and the per-worker shards of them."""
+"""Datasets: CSV channels (local or at URLs), built-in datasets, and the per-worker shards of
+them."""
 
 from scaletune.data._bank_marketing import download_bank_marketing, prepare_bank_marketing
 from scaletune.data._bundled import prepare_breast_cancer
@@ -6,6 +7,14 @@ from scaletune.data._channels import PreparedDatasets, load_channels, prepare_bu
 from scaletune.data._csv import read_csv_table
 from scaletune.data._idx import IMAGES_MAGIC, LABELS_MAGIC, read_idx
 from scaletune.data._images import download_mnist, prepare_digits, prepare_mnist
+from scaletune.data._remote import (
+    filesystem,
+    get_folder,
+    join_url,
+    put_folder,
+    reading,
+    remove_url,
+)
 from scaletune.data._table import Table, TableFiles, shard_bounds
 
 __all__ = [
@@ -16,13 +25,19 @@ __all__ = [
     "TableFiles",
     "download_bank_marketing",
     "download_mnist",
+    "filesystem",
+    "get_folder",
+    "join_url",
     "load_channels",
     "prepare_bank_marketing",
     "prepare_breast_cancer",
     "prepare_builtin",
     "prepare_digits",
     "prepare_mnist",
+    "put_folder",
     "read_csv_table",
     "read_idx",
+    "reading",
+    "remove_url",
     "shard_bounds",
 ]

@@ -78,7 +78,8 @@ class Placement(StrEnum):
 
 
 class ClusterSpec(_Frozen):
-    """Where the workers run and what each reserves (Ray; the local backend ignores the rest)."""
+    """Where the workers run, what each reserves (Ray only: the local backend ignores
+    placement and resources), and where data and model pass between machines (`staging`)."""
 
     backend: BackendName = BackendName.LOCAL
     placement: Placement = Placement.PACK

@@ -29,7 +29,7 @@ from scaletune.store import (
 )
 from scaletune.training._ids import new_job_id
 from scaletune.training._paths import SCRATCH_PREFIX, JobPaths
-from scaletune.training._staging import JobStaging
+from scaletune.training._staging import JobStaging, check_staging
 from scaletune.training._stopper import Stopper
 from scaletune.worker import (
     ChannelShard,
@@ -107,6 +107,7 @@ class TrainingController:
         algorithm = get_algorithm(spec.algorithm)
         hyperparameters = algorithm.parse_hyperparameters(spec.hyperparameters)
         data = algorithm.prepare_data(hyperparameters, load_channels(spec, self.datasets))
+        check_staging(spec.cluster.staging)
         hyperparameters = data.hyperparameters or hyperparameters
         now = self.clock.time()
         job_id = job_id or new_job_id(spec.name or spec.algorithm.value, now)

@@ -15,7 +15,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from scaletune.data._remote import filesystem, get_folder, join_url, reading, remove_url
+from scaletune.data import filesystem, get_folder, join_url, reading, remove_url
+from scaletune.errors import InvalidInputError
 from scaletune.spec import ChannelName
 from scaletune.training._paths import SCRATCH_PREFIX
 
@@ -75,6 +76,33 @@ class JobStaging:
                 remove_url(self.root)
         elif self.root != self.scratch:
             shutil.rmtree(self.root, ignore_errors=True)
+
+
+def check_staging(staging: Path | str | None) -> None:
+    """Refuse, before a job is recorded, a staging location this controller cannot write:
+    one small file is written and removed (a missing bucket, credentials, a read-only mount)."""
+    if staging is None:
+        return
+    probe_name = f".scaletune-probe-{secrets.token_hex(4)}"
+    if isinstance(staging, Path):
+        try:
+            staging.mkdir(parents=True, exist_ok=True)
+            (staging / probe_name).write_bytes(b"")
+            (staging / probe_name).unlink()
+        except OSError as exc:
+            raise InvalidInputError(
+                f"cluster.staging {str(staging)!r} cannot be written: {exc.strerror}"
+            ) from None
+        return
+    fs, root = filesystem(staging)  # an unknown protocol is refused here, by name
+    path = join_url(root, probe_name)
+    try:
+        fs.pipe_file(path, b"")
+        fs.rm_file(path)
+    except Exception as exc:  # botocore and friends raise their own types
+        raise InvalidInputError(
+            f"cluster.staging {staging!r} cannot be written: {type(exc).__name__}: {exc}"
+        ) from None
 
 
 def remove_orphaned_staging(staging: Path | str, job_id: str) -> None:
