@@ -5,15 +5,19 @@ as they would between machines: through object storage (a local S3) and Ray."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
 import fsspec
+import psutil
 import pytest
 
 from scaletune.cluster import free_port
@@ -72,14 +76,42 @@ def _ray(*args: str) -> None:
 def two_nodes(s3_endpoint: str) -> Iterator[str]:
     port = free_port()
     address = f"127.0.0.1:{port}"
+    # A temp folder of this cluster's own (short: Ray's socket paths must fit 107 bytes), which
+    # every one of its daemons names on its command line: how they are told from other Rays.
+    folder = tempfile.mkdtemp(prefix="st-ray-", dir="/tmp")
     try:
-        _ray("start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false")
+        _ray(
+            "start",
+            "--head",
+            f"--port={port}",
+            "--num-cpus=2",
+            "--include-dashboard=false",
+            f"--temp-dir={folder}",
+        )
         _ray("start", f"--address={address}", "--num-cpus=2", '--resources={"second_node": 1}')
         yield address
     finally:
-        # Every Ray process on this machine: by now no other module holds one (theirs end with
-        # their module), and CI machines run nothing else of Ray.
-        subprocess.run([RAY, "stop", "--force"], capture_output=True, timeout=120)
+        _stop_cluster(folder)  # `ray stop` would end every Ray on this machine
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _stop_cluster(folder: str) -> None:
+    """End this cluster's daemons and everything they started (workers and agents rename
+    themselves, so they are found as children), and only them."""
+    ours: dict[int, psutil.Process] = {}
+    for process in psutil.process_iter(["cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            if any(folder in part for part in process.info["cmdline"] or ()):
+                for member in (process, *process.children(recursive=True)):
+                    ours[member.pid] = member
+    for process in ours.values():
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.terminate()
+    _, alive = psutil.wait_procs(list(ours.values()), timeout=10)
+    for process in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.kill()
+    psutil.wait_procs(alive, timeout=10)
 
 
 def test_a_spread_job_runs_on_both_nodes_with_its_data_in_object_storage(
