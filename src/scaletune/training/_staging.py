@@ -11,11 +11,10 @@ from __future__ import annotations
 import contextlib
 import secrets
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from scaletune.data import filesystem, get_folder, join_url, reading, remove_url
+from scaletune.data import filesystem, get_folder, join_url, remove_url
 from scaletune.errors import InvalidInputError
 from scaletune.spec import ChannelName
 from scaletune.training._paths import SCRATCH_PREFIX
@@ -36,8 +35,8 @@ class JobStaging:
             return cls(scratch, scratch)
         if isinstance(staging, str):
             return cls(join_url(staging, name), scratch)
-        staging.mkdir(parents=True, exist_ok=True)
-        return cls(Path(tempfile.mkdtemp(prefix=f"{name}-", dir=staging)), scratch)
+        (staging / name).mkdir(parents=True)
+        return cls(staging / name, scratch)
 
     def data_folder(self, channel: ChannelName) -> Path | str:
         if isinstance(self.root, str):
@@ -112,7 +111,7 @@ def remove_orphaned_staging(staging: Path | str, job_id: str) -> None:
         for folder in staging.glob(pattern):
             shutil.rmtree(folder, ignore_errors=True)
         return
-    with contextlib.suppress(Exception), reading(staging):
+    with contextlib.suppress(Exception):  # unreachable now: nothing more to do about it
         fs, root = filesystem(staging)
         for key in fs.glob(join_url(root, pattern)):
             fs.rm(key, recursive=True)
