@@ -220,7 +220,10 @@ def test_a_stopped_xgboost_job_ends_cleanly_with_its_model_and_warm_workers(
             "s3://no-such-bucket-here/staging",
             r"cluster\.staging 's3://no-such-bucket-here/staging' cannot be written: ",
         ),
-        ("nosuchprotocol://x/y", r"'nosuchprotocol://x/y' cannot be opened: Protocol not known"),
+        (
+            "nosuchprotocol://x/y",
+            r"cluster\.staging 'nosuchprotocol://x/y' cannot be opened: Protocol not known",
+        ),
         ("{blocker}/staging", r"cluster\.staging '.*a-file/staging' cannot be written: Not a"),
     ],
 )

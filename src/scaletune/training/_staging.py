@@ -93,7 +93,10 @@ def check_staging(staging: Path | str | None) -> None:
                 f"cluster.staging {str(staging)!r} cannot be written: {exc.strerror}"
             ) from None
         return
-    fs, root = filesystem(staging)  # an unknown protocol is refused here, by name
+    try:
+        fs, root = filesystem(staging)
+    except InvalidInputError as exc:  # an unknown protocol, a package missing for it
+        raise InvalidInputError(f"cluster.staging {exc}") from None
     path = join_url(root, probe_name)
     try:
         fs.pipe_file(path, b"")
