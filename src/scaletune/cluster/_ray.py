@@ -134,7 +134,7 @@ class _LogTail:
         self.path = path
         self._offset = 0
 
-    def read(self) -> list[LogOutput]:
+    def read(self, *, to_the_end: bool = False) -> list[LogOutput]:
         try:
             with self.path.open("rb") as log:
                 log.seek(self._offset)
@@ -142,18 +142,13 @@ class _LogTail:
         except OSError:
             return []
         # Whole lines only while the task runs: a line cut in two would be two lines.
-        end = len(data) if not data or data.endswith(b"\n") else data.rfind(b"\n") + 1
+        end = len(data) if to_the_end else data.rfind(b"\n") + 1
         self._offset += end
         text = data[:end].decode("utf-8", errors="replace")
         return [LogOutput(self.rank, text)] if text else []
 
     def close(self) -> list[LogOutput]:
-        events = self.read()
-        with contextlib.suppress(OSError), self.path.open("rb") as log:
-            log.seek(self._offset)
-            rest = log.read().decode("utf-8", errors="replace")
-            if rest:
-                events.append(LogOutput(self.rank, rest))
+        events = self.read(to_the_end=True)
         self.path.unlink(missing_ok=True)
         return events
 
