@@ -3,6 +3,10 @@
 scaletune starts it once per worker with RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set,
 as torchrun would, and hyperparameters as --name value arguments. Metrics go through
 scaletune.report(), which does nothing when the script runs alone.
+
+Resuming: each epoch, rank 0 writes its state into $SCALETUNE_CHECKPOINT_DIR and every rank
+calls scaletune.checkpoint(epoch) (rank 0's call saves the folder). When a worker dies, the
+job is retried, and every rank finds that state back in its folder and goes on from there.
 """
 
 from __future__ import annotations
@@ -43,9 +47,17 @@ def main() -> None:
     shard = train[rank::world]  # this worker's rows
 
     model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
-    wrapped = DistributedDataParallel(model) if world > 1 else model
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
-    for epoch in range(1, args.epochs + 1):
+    folder = os.environ.get("SCALETUNE_CHECKPOINT_DIR")  # unset when run alone
+    state_file = Path(folder, "state.pt") if folder else None
+    first_epoch = 1
+    if state_file is not None and state_file.exists():  # a retry: go on where it left off
+        state = torch.load(state_file)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        first_epoch = state["epoch"] + 1
+    wrapped = DistributedDataParallel(model) if world > 1 else model
+    for epoch in range(first_epoch, args.epochs + 1):
         shuffled = np.random.default_rng(epoch).permutation(shard)
         for start in range(0, len(shuffled), args.batch_size):
             rows = torch.from_numpy(shuffled[start : start + args.batch_size])
@@ -58,6 +70,10 @@ def main() -> None:
                 accuracy = (model(features[valid]).argmax(1) == labels[valid]).float().mean()
             print(f"epoch {epoch}: validation accuracy {float(accuracy):.4f}", flush=True)
             scaletune.report(epoch, **{"validation:accuracy": float(accuracy)})
+        if state_file is not None and rank == 0:
+            state = {"model": model.state_dict(), "optimizer": optimizer.state_dict()}
+            torch.save({**state, "epoch": epoch}, state_file)
+        scaletune.checkpoint(epoch)  # rank 0 saves the folder; the others return at once
     if rank == 0:
         out = Path(os.environ.get("SCALETUNE_MODEL_DIR", "."))
         torch.save(model.state_dict(), out / "model.pt")

@@ -1,5 +1,8 @@
 """Distributed XGBoost by hand: the script joins the tracker scaletune started (DMLC_*
-variables) and trains on its own shard of the channel scaletune prepared."""
+variables) and trains on its own shard of the channel scaletune prepared.
+
+Resuming: every 5 rounds rank 0 saves the booster into $SCALETUNE_CHECKPOINT_DIR and calls
+scaletune.checkpoint(round); a retried job finds it there and trains only the rounds left."""
 
 from __future__ import annotations
 
@@ -35,9 +38,20 @@ def main() -> None:
         folder = Path(os.environ[f"SCALETUNE_CHANNEL_{channel.upper()}"])
         return xgb.DMatrix(np.load(folder / "features.npy"), label=np.load(folder / "labels.npy"))
 
+    rank = int(os.environ.get("RANK", 0))
+    folder = os.environ.get("SCALETUNE_CHECKPOINT_DIR")  # unset when run alone
+    saved = Path(folder, "booster.ubj") if folder else None
+    resumed = xgb.Booster(model_file=str(saved)) if saved is not None and saved.exists() else None
+    done = resumed.num_boosted_rounds() if resumed is not None else 0
+
     class Report(xgb.callback.TrainingCallback):
         def after_iteration(self, model, epoch, evals_log):  # type: ignore[no-untyped-def]
-            scaletune.report(epoch + 1, **{"validation:auc": evals_log["validation"]["auc"][-1]})
+            rounds = model.num_boosted_rounds()  # counts the resumed rounds too
+            scaletune.report(rounds, **{"validation:auc": evals_log["validation"]["auc"][-1]})
+            if saved is not None and rounds % 5 == 0:
+                if rank == 0:
+                    model.save_model(saved)
+                scaletune.checkpoint(rounds)
             return False
 
     params = {
@@ -56,15 +70,16 @@ def main() -> None:
         booster = xgb.train(
             params,
             train,
-            args.num_round,
+            args.num_round - done,
             evals=[(valid, "validation")],
+            xgb_model=resumed,
             verbose_eval=False,
             callbacks=[Report()],
         )
     finally:
         if context is not None:
             context.__exit__(None, None, None)
-    if int(os.environ.get("RANK", 0)) == 0:
+    if rank == 0:
         booster.save_model(Path(os.environ.get("SCALETUNE_MODEL_DIR", ".")) / "model.json")
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from scaletune.reporting import report
+from scaletune.reporting import checkpoint, report
 
 if TYPE_CHECKING:
     from scaletune.api import Estimator, Session, TrainingJob, Tuner, TuningJob
@@ -73,6 +73,7 @@ __all__ = [
     "Tuner",
     "TuningJob",
     "__version__",
+    "checkpoint",
     "load_training_spec",
     "report",
 ]

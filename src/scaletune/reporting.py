@@ -1,22 +1,67 @@
-"""`scaletune.report()` for users' scripts: a no-op outside scaletune, so scripts run alone.
+"""`scaletune.report()` and `scaletune.checkpoint()` for users' scripts: no-ops outside
+scaletune, so scripts run alone too.
 
 Inside a job, the worker that launched the script reads its stdout; a report is one line with
-a prefix and JSON, which the worker turns into a metric report (rank 0's count)."""
+a prefix and JSON, which the worker turns into a metric report (rank 0's count). A checkpoint
+is saved by the script's own process (so the files cannot change while they are read), then
+announced the same way."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
+import time
+from pathlib import Path
 
 REPORT_ENV = "SCALETUNE_REPORT"
 REPORT_PREFIX = "@@scaletune-report "
+CHECKPOINT_PREFIX = "@@scaletune-checkpoint "
+CHECKPOINT_DIR_ENV = "SCALETUNE_CHECKPOINT_DIR"  # this worker's folder: restored, then saved
+CHECKPOINT_ROOT_ENV = "SCALETUNE_CHECKPOINT_ROOT"  # where the job's checkpoints go (path/URL)
+CHECKPOINT_KEEP_ENV = "SCALETUNE_CHECKPOINT_KEEP"
+CHECKPOINT_SAVES_ENV = "SCALETUNE_CHECKPOINT_SAVES"  # "1" on the rank that saves (rank 0)
+CHECKPOINT_STEP_ENV = "SCALETUNE_CHECKPOINT_STEP"  # the step restored, when resuming
+
+_last_reported: int | None = None
 
 
 def report(step: int, **metrics: float) -> None:
     """Record `metrics` at `step` (an epoch, a round) for the running training job."""
+    global _last_reported
     if os.environ.get(REPORT_ENV) != "stdout":
         return
+    _last_reported = int(step)
     payload = {"step": int(step), "metrics": {name: float(v) for name, v in metrics.items()}}
     sys.stdout.write(REPORT_PREFIX + json.dumps(payload) + "\n")
     sys.stdout.flush()
+
+
+def checkpoint(step: int) -> bool:
+    """Save every file in $SCALETUNE_CHECKPOINT_DIR as the job's checkpoint at `step`; a retry
+    or `jobs resume` starts the script again with those files back in that folder (and
+    $SCALETUNE_CHECKPOINT_STEP set). Call it on every rank: rank 0 saves, the others return
+    False at once, as does a failed save (the job goes on) and a run outside scaletune."""
+    folder, root = os.environ.get(CHECKPOINT_DIR_ENV), os.environ.get(CHECKPOINT_ROOT_ENV)
+    if not folder or not root or os.environ.get(CHECKPOINT_SAVES_ENV) != "1":
+        return False
+    from scaletune.checkpoints import CheckpointError, CheckpointFolder  # only when saving
+
+    started = time.monotonic()
+    files = {
+        path.relative_to(folder).as_posix(): path.read_bytes()
+        for path in sorted(Path(folder).rglob("*"))
+        if path.is_file()
+    }
+    reported = _last_reported if _last_reported is not None else int(step)
+    try:
+        saved = CheckpointFolder(root)
+        saved.save(int(step), files, {"reported_step": reported}, saved_at=time.time())
+        saved.prune(int(os.environ.get(CHECKPOINT_KEEP_ENV, "2")))
+    except CheckpointError as exc:
+        print(f"scaletune: {exc}", file=sys.stderr, flush=True)
+        return False
+    seconds = time.monotonic() - started
+    sys.stdout.write(CHECKPOINT_PREFIX + json.dumps({"step": int(step), "seconds": seconds}) + "\n")
+    sys.stdout.flush()
+    return True

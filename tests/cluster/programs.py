@@ -55,3 +55,86 @@ class Unpicklable:
 
     def __reduce__(self) -> tuple[object, tuple[str]]:
         return (__import__, ("module_that_exists_nowhere",))
+
+
+def _signal_self_at_round(ctx: WorkerContext, signum: int, round_number: int) -> None:
+    """Send this worker process `signum` when the program asks, for the round_number-th
+    time, whether to stop (XGBoost asks after every round): a real kill at a known round."""
+    asked = 0
+    ask = ctx.stop_requested
+
+    def stop_requested() -> bool:
+        nonlocal asked
+        asked += 1
+        if asked == round_number:
+            sys.stdout.flush()
+            os.kill(os.getpid(), signum)
+        return ask()
+
+    ctx.stop_requested = stop_requested  # type: ignore[method-assign]
+
+
+def xgboost_rank1_killed_at_round_7(ctx: WorkerContext) -> None:
+    """Built-in XGBoost whose rank 1 is killed (SIGKILL) at round 7 of its first attempt."""
+    from scaletune.algorithms.xgboost._program import train_xgboost
+
+    if ctx.rank == 1 and ctx.task.attempt == 1:
+        _signal_self_at_round(ctx, signal.SIGKILL, 7)
+    train_xgboost(ctx)
+
+
+def xgboost_rank1_killed_every_attempt(ctx: WorkerContext) -> None:
+    from scaletune.algorithms.xgboost._program import train_xgboost
+
+    if ctx.rank == 1:
+        _signal_self_at_round(ctx, signal.SIGKILL, 3)
+    train_xgboost(ctx)
+
+
+def xgboost_rank2_stopped_at_round_5(ctx: WorkerContext) -> None:
+    """Rank 2 stops itself (SIGSTOP) at round 5 of its first attempt: it hangs, silent."""
+    from scaletune.algorithms.xgboost._program import train_xgboost
+
+    if ctx.rank == 2 and ctx.task.attempt == 1:
+        _signal_self_at_round(ctx, signal.SIGSTOP, 5)
+    train_xgboost(ctx)
+
+
+def raise_on_every_attempt(ctx: WorkerContext) -> None:
+    if ctx.rank == 0:
+        raise ValueError(f"bad input, attempt {ctx.task.attempt}")
+    threading.Event().wait()
+
+
+def dnn_rank1_killed_on_first_attempt(ctx: WorkerContext) -> None:
+    """The built-in DNN whose rank 1 is killed (SIGKILL) mid-epoch, past its first
+    checkpoints: all-reduce checks for a stop every 20 updates and at each epoch's end (the
+    5th check), the parameter server at every push (the 40th)."""
+    from scaletune.algorithms.dnn._program import train_dnn
+    from scaletune.spec import DistributionStrategy
+
+    if ctx.rank == 1 and ctx.task.attempt == 1:
+        allreduce = ctx.task.distribution.strategy is DistributionStrategy.ALLREDUCE
+        _signal_self_at_round(ctx, signal.SIGKILL, 5 if allreduce else 40)
+    train_dnn(ctx)
+
+
+def script_rank1_killed_after_two_checkpoints(ctx: WorkerContext) -> None:
+    """A user's script job whose worker 1 (and so its script) is killed on the first attempt
+    once rank 0's script has saved two checkpoints of its own."""
+    from scaletune.algorithms.script._program import run_script
+
+    if ctx.rank == 1 and ctx.task.attempt == 1:
+        assert ctx.task.checkpoint is not None
+        root = ctx.task.checkpoint.root
+
+        def kill_after_two() -> None:
+            from scaletune.checkpoints import CheckpointFolder
+
+            while len(CheckpointFolder(root).complete()) < 2:
+                threading.Event().wait(0.05)
+            sys.stdout.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+
+        threading.Thread(target=kill_after_two, daemon=True).start()
+    run_script(ctx)

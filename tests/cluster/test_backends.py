@@ -14,6 +14,7 @@ import fsspec
 import pytest
 
 from scaletune.api import Session
+from scaletune.checkpoints import CheckpointFolder
 from scaletune.cluster import Backend
 from scaletune.spec import TrainingJobSpec, training_spec_from_dict
 from scaletune.store import JobStatus, TrainingJobRecord
@@ -167,6 +168,25 @@ def test_data_and_model_pass_through_object_storage(
     assert record.status is JobStatus.COMPLETED, record.failure_reason
     assert (Path(record.artifact or "") / "xgboost-model.json").exists()
     assert fsspec.filesystem("s3").find(f"{s3_bucket}/staging") == []  # nothing left behind
+
+
+def test_a_killed_worker_is_retried_from_its_checkpoint_in_object_storage(
+    backend_session: Session, s3_bucket: str
+) -> None:
+    spec = xgboost_spec(
+        hyperparameters={"num_round": 12, "max_depth": 3, "eval_metric": "auc"},
+        checkpoint={"every_steps": 4, "every_seconds": None},
+        cluster={"staging": f"{s3_bucket}/staging"},
+    )
+    plain = _run(backend_session, spec)
+    record = _run(backend_session, spec, programs.xgboost_rank1_killed_at_round_7)
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    first, second = backend_session.store.attempts.of(record.id)
+    assert (first.reason or "").startswith("worker 1 exited unexpectedly")
+    assert (first.checkpoint_step, second.resumed_from_step) == (4, 4)
+    assert record.final_metrics == plain.final_metrics  # the same trees, rounds 5 to 12 too
+    saved = CheckpointFolder(f"{s3_bucket}/staging/checkpoints/{record.id}").complete()
+    assert [checkpoint.step for checkpoint in saved] == [8, 12]
 
 
 def test_data_and_model_pass_through_a_shared_folder(

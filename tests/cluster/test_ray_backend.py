@@ -47,7 +47,7 @@ def test_a_finished_group_is_reused_by_the_next_job_of_its_shape(ray_session: Se
 
 
 def test_a_dead_actor_fails_the_job_with_the_reason(ray_session: Session) -> None:
-    job = ray_session.controller.prepare(_spec())
+    job = ray_session.controller.prepare(_spec(retry={"max_attempts": 0}))
     job = dataclasses.replace(job, algorithm=_ProgramOverride(programs.exit_hard))
     record = ray_session.controller.run(job)
     assert record.status is JobStatus.FAILED

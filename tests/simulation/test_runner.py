@@ -19,8 +19,14 @@ COSTS = ClusterCosts(start_seconds=2.0, scaling_efficiency=1.0)
 class SequenceSource:
     """The n-th trial gets the n-th value at every step: 2 s per step on one worker."""
 
-    def __init__(self, values: list[float], steps: int = 9, fail_at: int | None = None) -> None:
-        self.values, self.steps, self.fail_at = values, steps, fail_at
+    def __init__(
+        self,
+        values: list[float],
+        steps: int = 9,
+        fail_at: int | None = None,
+        fail_all: bool = False,
+    ) -> None:
+        self.values, self.steps, self.fail_at, self.fail_all = values, steps, fail_at, fail_all
         self.calls = 0
 
     def curve(self, hyperparameters: Mapping[str, object], instance_count: int) -> Curve:
@@ -33,7 +39,7 @@ class SequenceSource:
             CurvePoint(step, seconds, {"accuracy": value})
             for step, seconds in zip(range(1, self.steps + 1), arrivals, strict=True)
         ]
-        if self.fail_at is not None and self.calls - 1 == self.fail_at:
+        if self.fail_all or (self.fail_at is not None and self.calls - 1 == self.fail_at):
             return Curve(points[:2], self.steps, JobStatus.FAILED, "worker 1 failed: OOM")
         return Curve(points, full_resource=self.steps)
 
@@ -132,6 +138,21 @@ def test_a_failing_trial_fails_with_its_reason_and_the_tuning_goes_on(store: Sto
     assert trials[1].end_time == 4.0  # its curve ends at its second report
     assert [t.status for t in trials].count(JobStatus.COMPLETED) == 5
     assert record.best_objective == 0.9
+
+
+def test_too_many_failed_trials_fail_the_tuning_job_with_the_reason(store: Store) -> None:
+    source = SequenceSource([0.5] * 6, fail_all=True)
+    spec = _spec(strategy="Random", hyperband=None, max_failed_trials=3)
+    record = simulate_tuning(spec, source, store)
+    assert record.status is JobStatus.FAILED
+    assert record.failure_reason == "max_failed_trials=3 reached (the last: worker 1 failed: OOM)"
+    trials = summarize(store, record.id).trials
+    assert 3 <= len(trials) < 6  # no new trial after the third failure
+    assert [t.status for t in trials].count(JobStatus.FAILED) == 3
+    for trial in trials:  # one that was running then is stopped, with the reason
+        if trial.status is not JobStatus.FAILED:
+            assert trial.status is JobStatus.STOPPED
+            assert trial.failure_reason == "the tuning job failed: too many of its trials failed"
 
 
 def test_more_workers_than_the_simulated_cluster_has_is_refused(store: Store) -> None:

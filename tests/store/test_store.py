@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import create_engine, inspect, text, update
 from sqlalchemy.exc import IntegrityError
 
-from scaletune.errors import JobNotFoundError, StoreError
+from scaletune.errors import InvalidInputError, JobNotFoundError, StoreError
 from scaletune.store import (
     JobOutcome,
     JobStatus,
@@ -221,6 +221,7 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
             conn.execute(text(f"ALTER TABLE training_jobs DROP COLUMN {column}"))
         conn.execute(text("DROP TABLE tuning_jobs"))
         conn.execute(text("DROP TABLE rejected_metrics"))
+        conn.execute(text("DROP TABLE job_attempts"))
         conn.execute(update(meta).where(meta.c.key == "schema_version").values(value="1"))
     engine.dispose()
     with Store(url) as store:
@@ -234,6 +235,67 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
         assert store.rejected("old-job") == []  # and what version 3 added
         store.set_waiting("old-job", 12.5)  # and version 4's column
         assert store.get_training_job("old-job").waiting_since == 12.5
+        store.attempts.start("old-job", 1, 20.0)  # and version 5's table
+        assert [a.number for a in store.attempts.of("old-job")] == [1]
+
+
+def test_attempts_are_recorded_and_a_dead_controllers_attempt_ends_with_its_job(
+    store_url: str,
+) -> None:
+    with Store(store_url) as store:
+        store.create_training_job(_new("job-1"))
+        store.attempts.start("job-1", 1, 10.0)
+        store.attempts.set_checkpoint("job-1", 1, 40)
+        store.attempts.end(
+            "job-1", 1, status=JobStatus.FAILED, end_time=11.0, reason="killed", retried=True
+        )
+        store.attempts.start("job-1", 2, 12.0, resumed_from_step=40, steps_redone=3)
+        store.mark_in_progress("job-1", 10.0, 1, "elsewhere")
+        store.abandon_training_job("job-1", JobStatus.FAILED, "controller gone", 13.0)
+        first, second = store.attempts.of("job-1")
+        assert (first.status, first.retried, first.checkpoint_step) == (
+            JobStatus.FAILED,
+            True,
+            40,
+        )
+        assert (second.resumed_from_step, second.steps_redone, second.checkpoint_step) == (
+            40,
+            3,
+            40,
+        )
+        assert (second.status, second.reason, second.end_time) == (
+            JobStatus.FAILED,
+            "controller gone",
+            13.0,
+        )
+        assert second.to_json_dict()["resumed_from_step"] == 40
+        with pytest.raises(IntegrityError):  # one row per attempt number
+            store.attempts.start("job-1", 2, 14.0)
+
+
+def test_resuming_reopens_only_an_ended_job_and_forgets_reports_past_the_checkpoint(
+    store_url: str,
+) -> None:
+    with Store(store_url) as store:
+        store.create_training_job(_new("job-1"))
+        with pytest.raises(InvalidInputError, match="is Pending: only a Stopped or Failed"):
+            store.reopen_training_job("job-1")
+        store.append_metrics("job-1", [MetricPoint("loss", step, 1.0, 0.0) for step in (1, 2, 3)])
+        store.append_rejected("job-1", [RejectedMetric("loss", 3, "nan", 0.0)])
+        store.request_stop("job-1")
+        store.abandon_training_job("job-1", JobStatus.STOPPED, "stopped", 5.0)
+        store.reopen_training_job("job-1")
+        record = store.get_training_job("job-1")
+        assert (record.status, record.stop_requested, record.end_time) == (
+            JobStatus.PENDING,
+            False,
+            None,
+        )
+        assert store.discard_metrics_after("job-1", 1) == 3  # two points and one rejected
+        assert [p.step for p in store.metrics("job-1")] == [1]
+        assert store.rejected("job-1") == []
+        store.discard_metrics_after("job-1", None)
+        assert store.metrics("job-1") == []
 
 
 def test_rejected_values_are_kept_apart_from_metrics(store_url: str) -> None:

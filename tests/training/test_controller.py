@@ -82,7 +82,8 @@ def test_a_raising_worker_fails_the_job_and_ends_the_others(session: Session) ->
 
 
 def test_a_worker_killed_mid_job_fails_the_job(session: Session) -> None:
-    job, group, thread, result = _run_in_thread(session, _spec(), programs.block_until_killed)
+    spec = _spec(retry={"max_attempts": 0})  # retries have tests of their own
+    job, group, thread, result = _run_in_thread(session, spec, programs.block_until_killed)
     wait_until(lambda: bool(session.store.metrics(job.id)))
     subprocess.run(["kill", "-KILL", str(group.pids[2])], check=True)
     thread.join(60)
@@ -95,7 +96,7 @@ def test_a_worker_killed_mid_job_fails_the_job(session: Session) -> None:
 
 
 def test_a_stop_request_in_the_store_stops_the_job(session: Session) -> None:
-    session.controller.stop_grace_seconds = 0.5  # this program never checks: killed after it
+    session.controller.timing.stop_grace_seconds = 0.5  # this program never checks: killed after it
     job, group, thread, result = _run_in_thread(session, _spec(), programs.block_until_killed)
     wait_until(lambda: bool(session.store.metrics(job.id)))
     session.store.request_stop(job.id)  # what `scaletune jobs stop` does from another process
@@ -106,7 +107,7 @@ def test_a_stop_request_in_the_store_stops_the_job(session: Session) -> None:
 
 
 def test_max_runtime_stops_the_job(session: Session) -> None:
-    session.controller.stop_grace_seconds = 0.5  # this program never checks: killed after it
+    session.controller.timing.stop_grace_seconds = 0.5  # this program never checks: killed after it
     spec = _spec(max_runtime_seconds=0.5)
     _job, group, thread, result = _run_in_thread(session, spec, programs.block_until_killed)
     thread.join(60)

@@ -21,10 +21,15 @@ from tests.conftest import pid_alive, wait_until
 TUNING = """
 objective_metric = "validation:logloss"
 objective_type = "Minimize"
-strategy = "Random"
+strategy = "Hyperband"
 max_jobs = 6
 max_parallel_jobs = 2
 seed = 3
+
+[hyperband]
+min_resource = 50
+max_resource = 400
+eta = 2
 
 [ranges]
 eta = { type = "Continuous", min_value = 0.05, max_value = 0.5 }
@@ -35,6 +40,7 @@ instance_count = 2
 hyperparameters = { num_round = 400, max_depth = 3, eval_metric = "logloss" }
 channels.train = { dataset = "breast-cancer" }
 channels.validation = { dataset = "breast-cancer" }
+checkpoint = { every_steps = 40 }
 """
 
 
@@ -51,6 +57,19 @@ def _ended_trials(store: Path) -> list[tuple[str, float]]:
             return []
 
 
+def _running_with_checkpoints(store: Path) -> int:
+    with sqlite3.connect(store) as db:
+        try:
+            return int(
+                db.execute(
+                    "select count(*) from job_attempts where status = 'InProgress' "
+                    "and checkpoint_step is not null"
+                ).fetchone()[0]
+            )
+        except sqlite3.OperationalError:
+            return 0
+
+
 def test_resume_after_kill_9(session: Session, store_path: Path, tmp_path: Path) -> None:
     file = tmp_path / "tuning.toml"
     file.write_text(TUNING)
@@ -62,7 +81,12 @@ def test_resume_after_kill_9(session: Session, store_path: Path, tmp_path: Path)
     )
     parent = psutil.Process(controller.pid)
     try:
-        wait_until(lambda: len(_ended_trials(store_path)) >= 2, timeout=120)
+        wait_until(
+            lambda: (
+                len(_ended_trials(store_path)) >= 2 and _running_with_checkpoints(store_path) >= 1
+            ),
+            timeout=120,
+        )
         workers = [child.pid for child in parent.children(recursive=True)]
         os.kill(controller.pid, signal.SIGKILL)
     finally:
@@ -82,8 +106,23 @@ def test_resume_after_kill_9(session: Session, store_path: Path, tmp_path: Path)
     assert all(t.status.is_terminal for t in trials)
     after = {t.id: t.end_time for t in trials}
     assert all(after[job_id] == end for job_id, end in before.items())  # none rerun
-    interrupted = [t for t in trials if t.id not in before and t.status is JobStatus.FAILED]
-    assert all("its tuning controller" in (t.failure_reason or "") for t in interrupted)
+    # The trials that were running went on from their checkpoints: same trial, attempt 2.
+    interrupted = [t for t in trials if len(session.store.attempts.of(t.id)) > 1]
+    assert interrupted and all(t.id not in before for t in interrupted)
+    resumed = [session.store.attempts.of(t.id)[1] for t in interrupted]
+    assert any(attempt.resumed_from_step for attempt in resumed)
+    for attempt in resumed:
+        assert attempt.resumed_from_step is None or attempt.resumed_from_step % 40 == 0
+    for trial in interrupted:
+        first = session.store.attempts.of(trial.id)[0]
+        assert (first.status, first.reason) == (
+            JobStatus.FAILED,
+            f"its tuning controller (process {controller.pid}) ended",
+        )
+        assert trial.status is not JobStatus.FAILED
+    for trial in trials:  # no report twice: each step of the objective once, in order
+        steps = [p.step for p in session.store.metrics(trial.id, "validation:logloss")]
+        assert steps == sorted(set(steps))
     assert summary.record.best_training_job is not None
 
 

@@ -30,8 +30,12 @@ class Estimator:
         max_runtime_seconds: float = 86_400.0,
         output_path: str | Path | None = None,
         name: str | None = None,
+        checkpoint: Mapping[str, Any] | None = None,
+        retry: Mapping[str, Any] | None = None,
         session: Session | None = None,
     ) -> None:
+        """`checkpoint` and `retry` are the job file's tables of those names, as dicts:
+        `checkpoint={"every_steps": 10}`, `retry={"max_attempts": 3}`."""
         self._fields: dict[str, Any] = {
             "algorithm": algorithm,
             "hyperparameters": dict(hyperparameters or {}),
@@ -44,6 +48,10 @@ class Estimator:
             self._fields["output_path"] = str(output_path)
         if name is not None:
             self._fields["name"] = name
+        if checkpoint is not None:
+            self._fields["checkpoint"] = dict(checkpoint)
+        if retry is not None:
+            self._fields["retry"] = dict(retry)
         self.session = session
 
     def spec(self, channels: Mapping[str, ChannelInput]) -> TrainingJobSpec:
@@ -85,7 +93,7 @@ class Estimator:
             session.store,
             thread=thread,
             stopper=stop,
-            worker_pids=lambda: groups[0].pids if groups else [],
+            worker_pids=lambda: groups[-1].pids if groups else [],  # the latest attempt's
         )
         thread.start()
         return handle

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from scaletune.api._waiting import join_or_stop
-from scaletune.store import Store, TrainingJobRecord
+from scaletune.store import AttemptRecord, Store, TrainingJobRecord
 from scaletune.training import Stopper, reconcile_orphan
 
 
@@ -34,6 +34,10 @@ class TrainingJob:
         if self._thread is None:  # not run by this process: its controller may be gone
             record = reconcile_orphan(self._store, record, time.time())
         return record
+
+    def attempts(self) -> list[AttemptRecord]:
+        """Every attempt so far: the first, each retry, each resume by hand."""
+        return self._store.attempts.of(self.id)
 
     def metrics(self, name: str | None = None) -> pd.DataFrame:
         """One row per reported point: name, step, value, time (UTC)."""

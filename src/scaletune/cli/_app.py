@@ -7,6 +7,7 @@ import dataclasses
 import signal
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import Annotated, NoReturn
@@ -27,9 +28,17 @@ from scaletune.cli._render import job_summary, jobs_table, print_json, progress
 from scaletune.cli._tuning import tune, tuning_app
 from scaletune.cluster import make_backend
 from scaletune.errors import InvalidInputError, ScaletuneError, StoreError
-from scaletune.spec import TrainingJobSpec, load_training_spec
-from scaletune.store import JobStatus, RejectedMetric, TrainingJobRecord
-from scaletune.training import JobPaths, reconcile_orphan
+from scaletune.spec import BackendName, TrainingJobSpec, load_training_spec
+from scaletune.store import JobStatus, TrainingJobRecord
+from scaletune.training import (
+    JobPaths,
+    PreparedJob,
+    Stopper,
+    TrainingController,
+    reconcile_orphan,
+)
+
+PREEMPTION_GRACE_SECONDS = 30.0  # after SIGTERM, for the workers to checkpoint and end
 
 app = typer.Typer(
     name="scaletune",
@@ -114,8 +123,29 @@ def jobs_show(job_id: str, json_output: JsonOption = False, store: StoreOption =
         record = reconcile_orphan(
             session.store, session.store.get_training_job(job_id), time.time()
         )
-        rejected = session.store.rejected(job_id)
-    _show(record, json_output, rejected)
+        _show(session, record, json_output)
+
+
+@jobs_app.command("resume")
+def jobs_resume(
+    job_id: str,
+    json_output: JsonOption = False,
+    store: StoreOption = None,
+    ray_address: RayAddressOption = None,
+) -> None:
+    """Continue a Stopped or Failed job from its latest checkpoint (same id, a new attempt)."""
+    with Session(store) as session:  # a job whose controller died is Failed from now on
+        record = reconcile_orphan(
+            session.store, session.store.get_training_job(job_id), time.time()
+        )
+    backend = BackendName(record.spec.get("cluster", {}).get("backend", BackendName.LOCAL))
+    _run_prepared(
+        backend,
+        lambda controller: controller.prepare_resume(job_id),
+        store,
+        json_output,
+        ray_address,
+    )
 
 
 @jobs_app.command("logs")
@@ -155,39 +185,79 @@ def jobs_stop(job_id: str, store: StoreOption = None) -> None:
 def _run_job(
     spec: TrainingJobSpec, store: str | None, json_output: bool, ray_address: str | None = None
 ) -> None:
-    backend = make_backend(spec.cluster.backend, ray_address, warm_pool=False)
+    _run_prepared(
+        spec.cluster.backend,
+        lambda controller: controller.prepare(spec),
+        store,
+        json_output,
+        ray_address,
+    )
+
+
+def _run_prepared(
+    backend_name: BackendName,
+    prepare: Callable[[TrainingController], PreparedJob],
+    store: str | None,
+    json_output: bool,
+    ray_address: str | None = None,
+) -> None:
+    backend = make_backend(backend_name, ray_address, warm_pool=False)
     with contextlib.closing(backend), Session(store, backend=backend) as session:
-        job = session.controller.prepare(spec)
+        job = prepare(session.controller)
+        spec = job.spec
         title = f"job {job.id}: {spec.instance_count} worker(s), {spec.algorithm}"
         if not json_output:
             err.print(title, highlight=False)
+        stop = Stopper()
         try:
             # A live line on a terminal only; rich prints nothing of it elsewhere.
-            with err.status(f"{title}: starting") as status:
+            with err.status(f"{title}: starting") as status, _preemptible(job.id, stop):
                 record = session.controller.run(
-                    job, on_report=lambda report: status.update(f"{title}: {progress(report)}")
+                    job,
+                    stop,
+                    on_report=lambda report: status.update(f"{title}: {progress(report)}"),
                 )
         except KeyboardInterrupt:
             record = session.store.get_training_job(job.id)
-            _show(record, json_output, session.store.rejected(job.id))
+            _show(session, record, json_output)
             raise typer.Exit(130) from None
-        rejected = session.store.rejected(job.id)
-    _show(record, json_output, rejected)
+        _show(session, record, json_output)
     if record.status is not JobStatus.COMPLETED:
         raise typer.Exit(1)
 
 
-def _show(
-    record: TrainingJobRecord, json_output: bool, rejected: list[RejectedMetric] | None = None
-) -> None:
-    rejected = rejected or []
+@contextlib.contextmanager
+def _preemptible(job_id: str, stop: Stopper) -> Iterator[None]:
+    """SIGTERM (what a preempted machine or a scheduler sends) asks the workers to save a
+    checkpoint at their next step and end: the job ends Stopped, and `jobs resume` goes on."""
+
+    def preempted(signum: int, frame: FrameType | None) -> None:
+        stop.request(
+            JobStatus.STOPPED,
+            f"SIGTERM: stopped at a checkpoint; continue with `scaletune jobs resume {job_id}`",
+            grace_seconds=PREEMPTION_GRACE_SECONDS,
+        )
+
+    previous = signal.signal(signal.SIGTERM, preempted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _show(session: Session, record: TrainingJobRecord, json_output: bool) -> None:
+    rejected = session.store.rejected(record.id)
+    attempts = session.store.attempts.of(record.id)
     if json_output:
         print_json(
             record.to_json_dict()
-            | {"rejected_metrics": [dataclasses.asdict(item) for item in rejected]}
+            | {
+                "attempts": [attempt.to_json_dict() for attempt in attempts],
+                "rejected_metrics": [dataclasses.asdict(item) for item in rejected],
+            }
         )
     else:
-        job_summary(out, record, rejected)
+        job_summary(out, record, rejected, attempts)
 
 
 def _terminate_as_interrupt(signum: int, frame: FrameType | None) -> NoReturn:

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from scaletune.diagnostics import critical_batch_advice
-from scaletune.store import JobStatus, RejectedMetric, TrainingJobRecord
+from scaletune.store import AttemptRecord, JobStatus, RejectedMetric, TrainingJobRecord
 from scaletune.worker import Report
 
 _STATUS_STYLE = {
@@ -33,7 +33,10 @@ def progress(report: Report) -> str:
 
 
 def job_summary(
-    console: Console, record: TrainingJobRecord, rejected: list[RejectedMetric] | None = None
+    console: Console,
+    record: TrainingJobRecord,
+    rejected: list[RejectedMetric] | None = None,
+    attempts: list[AttemptRecord] | None = None,
 ) -> None:
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold", no_wrap=True)
@@ -57,11 +60,28 @@ def job_summary(
     advice = critical_batch_advice(record.final_metrics, record.hyperparameters)
     if advice is not None:
         table.add_row("diagnosis", advice)
+    if attempts and (len(attempts) > 1 or attempts[-1].checkpoint_step is not None):
+        table.add_row("attempts", "\n".join(_attempt_line(attempt) for attempt in attempts))
     if record.artifact:
         table.add_row("model", record.artifact)
     if record.log_dir:
         table.add_row("logs", record.log_dir)
     console.print(table)
+
+
+def _attempt_line(attempt: AttemptRecord) -> str:
+    start = (
+        "from the start"
+        if attempt.resumed_from_step is None
+        else f"from step {attempt.resumed_from_step}"
+    )
+    redone = f", {attempt.steps_redone} step(s) redone" if attempt.steps_redone else ""
+    saved = "" if attempt.checkpoint_step is None else f"; checkpoint at {attempt.checkpoint_step}"
+    why = (
+        f": {attempt.reason}" if attempt.reason and attempt.status is not JobStatus.STOPPED else ""
+    )
+    then = " -> retried" if attempt.retried else ""
+    return f"{attempt.number}. {attempt.status.value} ({start}{redone}{saved}){why}{then}"
 
 
 def jobs_table(console: Console, records: list[TrainingJobRecord]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import signal
 import socket
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from scaletune.cluster._programs import check_importable
 from scaletune.cluster._rendezvous import LOOPBACK
 from scaletune.errors import WorkerStartError
 from scaletune.spec import BackendName, ClusterSpec
-from scaletune.worker import Exited, Finished, Ready, WorkerEvent, WorkerTask
+from scaletune.worker import Exited, Finished, Heartbeat, Ready, WorkerEvent, WorkerTask
 
 DEFAULT_PRELOAD = ("numpy", "pandas", "xgboost", "scaletune.algorithms")
 KILL_GRACE_SECONDS = 2.0
@@ -184,6 +185,7 @@ class WorkerGroup:
         self._done: set[int] = set()  # ranks whose process is gone
         self._finished: set[int] = set()  # ranks that finished their task
         self._ended = False
+        self._heard = [time.monotonic()] * len(workers)  # when each rank last said anything
 
     @property
     def pids(self) -> list[int]:
@@ -206,6 +208,9 @@ class WorkerGroup:
             try:
                 while worker.conn.poll():
                     event = worker.conn.recv()
+                    self._heard[rank] = time.monotonic()
+                    if isinstance(event, Heartbeat):
+                        continue
                     if isinstance(event, Finished):
                         self._finished.add(rank)
                     events.append(event)
@@ -224,6 +229,14 @@ class WorkerGroup:
         file, not a signal: a signal interrupts the collective's socket calls (EINTR)."""
         if self._stop_file is not None:
             self._stop_file.touch()
+
+    def silent_ranks(self, timeout: float) -> list[int]:
+        now = time.monotonic()
+        return [
+            rank
+            for rank, heard in enumerate(self._heard)
+            if rank not in self._done and rank not in self._finished and now - heard > timeout
+        ]
 
     @property
     def all_finished(self) -> bool:
@@ -259,6 +272,8 @@ def _stop_workers(workers: Sequence[_Worker], polite: bool = True) -> None:
                 worker.conn.send(None)
             else:
                 worker.process.terminate()
+                # A stopped (SIGSTOP) worker acts on SIGTERM only once it runs again.
+                worker.process.send_signal(signal.SIGCONT)
     deadline = time.monotonic() + KILL_GRACE_SECONDS
     for worker in workers:
         try:

@@ -9,6 +9,7 @@ import functools
 import importlib
 import os
 import pickle
+import shutil
 import signal
 import socket
 import sys
@@ -21,9 +22,18 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from scaletune.data import put_folder
-from scaletune.worker import Failed, Finished, Ready, Report, WorkerContext, WorkerTask
+from scaletune.worker import (
+    Failed,
+    Finished,
+    Heartbeat,
+    Ready,
+    WorkerContext,
+    WorkerEvent,
+    WorkerTask,
+)
 
 PARENT_CHECK_SECONDS = 0.5
+HEARTBEAT_SECONDS = 1.0  # well inside any heartbeat timeout a job may set (>= 3 s sensible)
 
 
 def serve(conn: Connection, parent_pid: int) -> None:
@@ -35,6 +45,12 @@ def serve(conn: Connection, parent_pid: int) -> None:
     for module in preload:
         importlib.import_module(module)
     conn.send(Ready(os.getpid()))
+    lock = threading.Lock()  # the program's reports and the heartbeat share the connection
+
+    def send(event: WorkerEvent) -> None:
+        with lock:
+            conn.send(event)
+
     while True:
         try:
             message = conn.recv()
@@ -43,13 +59,37 @@ def serve(conn: Connection, parent_pid: int) -> None:
         if message is None:
             return
         rank, payload = message
-        conn.send(run_payload(rank, payload, conn.send))
+        with _heartbeat(send, rank):
+            result = run_payload(rank, payload, send)
+        send(result)
+
+
+@contextlib.contextmanager
+def _heartbeat(send: Callable[[WorkerEvent], None], rank: int) -> Iterator[None]:
+    """A thread that says this worker is alive while its task runs. It runs while the program
+    waits in a collective too (those release the GIL); it stops with the whole process."""
+    done = threading.Event()
+
+    def beat() -> None:
+        while not done.wait(HEARTBEAT_SECONDS):
+            try:
+                send(Heartbeat(rank))
+            except OSError:  # the controller is gone: the parent watch ends this process
+                return
+
+    thread = threading.Thread(target=beat, name="scaletune-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
 
 
 def run_payload(
     rank: int,
     payload: bytes,
-    send: Callable[[Report], None],
+    send: Callable[[WorkerEvent], None],
     *,
     stop_signal: Callable[[str], bool] | None = None,
     log_path: Path | None = None,
@@ -72,9 +112,9 @@ def run_payload(
 
 
 def _run(
-    task: WorkerTask, send: Callable[[Report], None], stop_signal: Callable[[], bool] | None
+    task: WorkerTask, send: Callable[[WorkerEvent], None], stop_signal: Callable[[], bool] | None
 ) -> Finished | Failed:
-    with _output_to(task.log_path):
+    with _output_to(task.log_path), _temp_files_in(task):
         print(  # which machine ran which rank: the first thing to know on a cluster
             f"scaletune: job {task.job_id}, rank {task.rank} of {task.world_size}, on "
             f"{socket.gethostname()} (pid {os.getpid()})",
@@ -88,6 +128,23 @@ def _run(
             print(trace, file=sys.stderr, flush=True)
             return Failed(task.rank, f"{type(exc).__name__}: {exc}", trace)
     return Finished(task.rank)
+
+
+@contextlib.contextmanager
+def _temp_files_in(task: WorkerTask) -> Iterator[None]:
+    """This task's temp files (its script's folder, a URL upload's) inside the job's scratch
+    folder where this worker can see it: removed with it even if this worker is killed."""
+    if task.scratch is None or not task.scratch.is_dir():  # another machine (Ray)
+        yield
+        return
+    folder = task.scratch / f"worker-{task.rank}-attempt-{task.attempt}"
+    folder.mkdir(exist_ok=True)
+    saved, tempfile.tempdir = tempfile.tempdir, str(folder)
+    try:
+        yield
+    finally:
+        tempfile.tempdir = saved
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextlib.contextmanager

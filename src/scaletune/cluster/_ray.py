@@ -15,6 +15,7 @@ import pickle
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ from scaletune.spec import BackendName, ClusterSpec, Placement
 from scaletune.worker import Exited, Failed, Finished, LogOutput, WorkerEvent, WorkerTask
 
 DEFAULT_PRELOAD = ("numpy", "pandas", "xgboost", "scaletune.algorithms")
+DRAIN_WAIT_SECONDS = 1.0  # a poll waits this long at most for an actor that does not answer
 WAIT_SLICE_SECONDS = 0.5  # how often a job waiting for room asks whether to go on waiting
 
 
@@ -410,6 +412,10 @@ class RayWorkerGroup:
         self._done: set[int] = set()  # ranks whose task ended (or whose actor died)
         self._finished: set[int] = set()
         self._ended = False
+        # A drain an actor has not answered yet (stopped, hung, its node gone) is not asked
+        # again; when each rank's actor last answered one.
+        self._drains: dict[int, Any] = {}
+        self._heard = [time.monotonic()] * len(runs)
 
     @property
     def pids(self) -> list[int]:
@@ -430,14 +436,28 @@ class RayWorkerGroup:
             )
         events: list[WorkerEvent] = []
         for rank, actor in enumerate(self._placed.actors):
-            if rank not in self._done:
-                with contextlib.suppress(Exception):  # a dead actor's run says why, below
-                    events.extend(self._ray.get(actor.drain.remote()))
+            if rank not in self._done and rank not in self._drains:
+                self._drains[rank] = actor.drain.remote()
+        answered, _ = self._ray.wait(
+            list(self._drains.values()), num_returns=len(self._drains), timeout=DRAIN_WAIT_SECONDS
+        )
+        by_ref = {ref: rank for rank, ref in self._drains.items()}
+        for ref in answered:
+            rank = by_ref[ref]
+            del self._drains[rank]
+            self._heard[rank] = time.monotonic()
+            with contextlib.suppress(Exception):  # a dead actor's run says why, below
+                events.extend(self._ray.get(ref))
         from ray.exceptions import RayActorError
 
         for ref in ready:
             rank = pending[ref]
             self._done.add(rank)
+            # Its task has ended: what it sent since the drains above, if its actor lives.
+            last = [self._drains.pop(rank, None), self._placed.actors[rank].drain.remote()]
+            for drained in filter(None, last):
+                with contextlib.suppress(Exception):
+                    events.extend(self._ray.get(drained))
             try:
                 outcome = self._ray.get(ref)
             except RayActorError as exc:
@@ -447,6 +467,14 @@ class RayWorkerGroup:
                 self._finished.add(rank)
             events.append(outcome)
         return events
+
+    def silent_ranks(self, timeout: float) -> list[int]:
+        now = time.monotonic()
+        return [
+            rank
+            for rank, heard in enumerate(self._heard)
+            if rank not in self._done and now - heard > timeout
+        ]
 
     def request_stop(self) -> None:
         """Ask every task to end at its next step, through its actor (on any node)."""

@@ -83,6 +83,10 @@ class SimulatedTrialRunner:
         self._trials[trial_number] = _Trial(job_id, curve, spec.instance_count)
         return curve.full_resource
 
+    def prepare_resume(self, job_id: str, trial_number: int) -> int | None:
+        """A simulated trial keeps no checkpoint: an interrupted one stays Failed."""
+        raise InvalidInputError(f"simulated trial {job_id!r} has no checkpoint to resume from")
+
     def start(self, trial_number: int, stopper: Stopper, on_report: OnReport) -> None:
         trial = self._trials[trial_number]
         trial.stopper, trial.on_report = stopper, on_report

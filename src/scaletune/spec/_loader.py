@@ -137,6 +137,10 @@ def _resolve_paths(raw: dict[str, Any], base_dir: Path) -> dict[str, Any]:
     staging = cluster.get("staging") if isinstance(cluster, dict) else None
     if isinstance(cluster, dict) and isinstance(staging, str) and not is_url(staging):
         raw["cluster"] = {**cluster, "staging": _absolute(staging, base_dir)}
+    checkpoint = raw.get("checkpoint")
+    target = checkpoint.get("path") if isinstance(checkpoint, dict) else None
+    if isinstance(checkpoint, dict) and isinstance(target, str) and not is_url(target):
+        raw["checkpoint"] = {**checkpoint, "path": _absolute(target, base_dir)}
     script = raw.get("script")
     if isinstance(script, dict):
         script = dict(script)

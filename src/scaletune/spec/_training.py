@@ -18,6 +18,7 @@ from pydantic import (
 
 HyperparameterValue = bool | int | float | str | list[str]
 
+DEFAULT_CHECKPOINT_SECONDS = 30.0
 URL_PATTERN = r"^[A-Za-z][A-Za-z0-9+.-]*://."
 # A location fsspec opens (s3://bucket/key, gs://..., file:///...): kept as text, never a Path.
 DataUrl = Annotated[str, StringConstraints(pattern=URL_PATTERN)]
@@ -194,6 +195,44 @@ class ScriptSpec(_Frozen):
         return self
 
 
+class CheckpointSpec(_Frozen):
+    """When a job saves what resuming needs, how many it keeps, and where.
+
+    A step is a boosting round for XGBoost, an optimiser update for the DNN, and whatever the
+    script passes to `scaletune.checkpoint(step)` for a user's script."""
+
+    enabled: bool = True
+    every_steps: int | None = Field(default=None, ge=1)
+    every_seconds: float | None = Field(
+        default=DEFAULT_CHECKPOINT_SECONDS,
+        gt=0,
+        description="a checkpoint at the first step after this long since the last one",
+    )
+    keep: int = Field(default=2, ge=1, le=1000)
+    path: Location | None = Field(
+        default=None,
+        description="a folder (shared, for workers on several machines) or an object-storage "
+        "URL; the job's own folder if unset. Each job's checkpoints go under <path>/<job id>",
+    )
+
+
+class RetrySpec(_Frozen):
+    """How often a job whose workers broke is started again from its latest checkpoint."""
+
+    # SageMaker's MaximumRetryAttempts: retries after the first attempt, not attempts in all.
+    max_attempts: int = Field(default=2, ge=0, le=100)
+    retry_on_program_error: bool = Field(
+        default=False,
+        description="retry an exception in the training program too (not only killed, lost "
+        "or silent workers)",
+    )
+    heartbeat_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="a worker silent this long (stopped, hung) is taken for lost",
+    )
+
+
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,47})$")
 
 
@@ -209,6 +248,8 @@ class TrainingJobSpec(_Frozen):
     seed: int = Field(default=0, ge=0, le=2**31 - 1)
     max_runtime_seconds: float = Field(default=86_400.0, gt=0)
     script: ScriptSpec | None = None  # algorithm "script" only
+    checkpoint: CheckpointSpec = Field(default_factory=CheckpointSpec)
+    retry: RetrySpec = Field(default_factory=RetrySpec)
 
     @field_validator("name")
     @classmethod

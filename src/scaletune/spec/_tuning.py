@@ -83,6 +83,12 @@ class TuningJobSpec(_Frozen):
     seed: int = Field(default=0, ge=0, le=2**31 - 1)
     target_objective: float | None = None
     max_jobs_without_improvement: int | None = Field(default=None, ge=1)
+    max_failed_trials: int | None = Field(
+        default=None,
+        ge=1,
+        description="the tuning job fails once this many trials have failed (after their "
+        "retries): a broken script or bad data should not burn through max_jobs",
+    )
     warm_start: WarmStartSpec | None = None
     training: TrainingJobSpec
 

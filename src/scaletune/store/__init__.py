@@ -2,6 +2,7 @@
 
 from scaletune.store._location import StoreLocation, default_home, resolve_store
 from scaletune.store._records import (
+    AttemptRecord,
     JobOutcome,
     JobStatus,
     MetricPoint,
@@ -16,6 +17,7 @@ from scaletune.store._store import Store
 
 __all__ = [
     "SCHEMA_VERSION",
+    "AttemptRecord",
     "JobOutcome",
     "JobStatus",
     "MetricPoint",

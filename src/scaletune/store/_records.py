@@ -130,6 +130,34 @@ class TuningJobRecord:
 
 
 @dataclass(frozen=True)
+class AttemptRecord:
+    """One run of a job's worker group: the first, a retry, or a resume by hand."""
+
+    number: int
+    start_time: float
+    end_time: float | None
+    status: JobStatus  # how it ended; InProgress while it runs
+    reason: str | None
+    retried: bool  # another attempt followed automatically
+    resumed_from_step: int | None  # the checkpoint it started from; None: from the start
+    steps_redone: int | None  # reported steps past that checkpoint that it ran again
+    checkpoint_step: int | None  # its latest complete checkpoint
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "start_time": _iso(self.start_time),
+            "end_time": _iso(self.end_time),
+            "status": self.status.value,
+            "reason": self.reason,
+            "retried": self.retried,
+            "resumed_from_step": self.resumed_from_step,
+            "steps_redone": self.steps_redone,
+            "checkpoint_step": self.checkpoint_step,
+        }
+
+
+@dataclass(frozen=True)
 class MetricPoint:
     name: str
     step: int

@@ -18,7 +18,7 @@ from sqlalchemy import (
     Text,
 )
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 metadata = MetaData()
 
@@ -122,4 +122,24 @@ rejected_metrics = _reported(
     "rejected_metrics",
     Column("value", String(32), nullable=False),  # as text: 'nan', 'inf', '-inf'
     Index("ix_rejected_metrics_job", "job_id"),
+)
+
+# Version 5: every attempt of a training job (a retry, or a resume by hand, is a new one).
+job_attempts = Table(
+    "job_attempts",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column(
+        "job_id", String(96), ForeignKey("training_jobs.id", ondelete="CASCADE"), nullable=False
+    ),
+    Column("number", Integer, nullable=False),  # 1, 2, ...
+    Column("start_time", Float, nullable=False),
+    Column("end_time", Float),
+    Column("status", String(16), nullable=False),  # how it ended (InProgress while it runs)
+    Column("reason", Text),
+    Column("retried", Boolean, nullable=False, default=False),  # a next attempt followed
+    Column("resumed_from_step", Integer),  # the checkpoint it started from; None: afresh
+    Column("steps_redone", Integer),  # reported steps the last attempt had passed, run again
+    Column("checkpoint_step", Integer),  # its latest complete checkpoint
+    Index("ix_job_attempts_job_number", "job_id", "number", unique=True),
 )

@@ -6,11 +6,13 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from sqlalchemy import Engine, create_engine, event, insert, inspect, select, text, update
+from sqlalchemy import Engine, create_engine, delete, event, insert, select, update
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 
-from scaletune.errors import JobNotFoundError, StoreError
+from scaletune.errors import InvalidInputError, JobNotFoundError, StoreError
+from scaletune.store._attempts import AttemptLog
+from scaletune.store._migrate import open_schema
 from scaletune.store._records import (
     JobOutcome,
     JobStatus,
@@ -23,9 +25,7 @@ from scaletune.store._records import (
 )
 from scaletune.store._schema import (
     SCHEMA_VERSION,
-    TRAINING_JOB_COLUMNS_V2,
-    meta,
-    metadata,
+    job_attempts,
     metric_points,
     rejected_metrics,
     training_jobs,
@@ -40,6 +40,7 @@ class Store:
     def __init__(self, url: str) -> None:
         self.url = url
         self._engine = _engine_for(url)
+        self.attempts = AttemptLog(self._engine)
         try:
             self._open_schema()
         except SQLAlchemyError as exc:
@@ -127,6 +128,32 @@ class Store:
                 .where(training_jobs.c.id == job_id, training_jobs.c.status.not_in(terminal))
                 .values(status=status.value, end_time=end_time, failure_reason=reason)
             )
+            conn.execute(  # and the attempt it left running
+                update(job_attempts)
+                .where(job_attempts.c.job_id == job_id, job_attempts.c.status.not_in(terminal))
+                .values(status=status.value, end_time=end_time, reason=reason)
+            )
+
+    def reopen_training_job(self, job_id: str) -> None:
+        """A Stopped or Failed job becomes Pending again, for a new attempt (`jobs resume`);
+        one transaction, so two resumes of the same job cannot both go ahead."""
+        resumable = [JobStatus.STOPPED.value, JobStatus.FAILED.value]
+        with self._engine.begin() as conn:
+            found = conn.execute(
+                update(training_jobs)
+                .where(training_jobs.c.id == job_id, training_jobs.c.status.in_(resumable))
+                .values(
+                    status=JobStatus.PENDING.value,
+                    stop_requested=False,
+                    failure_reason=None,
+                    end_time=None,
+                )
+            )
+            if found.rowcount != 1:
+                record = self._get(conn, job_id)
+                raise InvalidInputError(
+                    f"job {job_id!r} is {record.status.value}: only a Stopped or Failed job resumes"
+                )
 
     def set_waiting(self, job_id: str, since: float | None) -> None:
         """Mark a job whose workers wait for room (since then), or clear the mark (None)."""
@@ -298,6 +325,18 @@ class Store:
                 ],
             )
 
+    def discard_metrics_after(self, job_id: str, step: int | None) -> int:
+        """Forget what a job reported past `step` (everything, for None): a retry resumed
+        from the checkpoint of that step reports those steps again. Returns points removed."""
+        removed = 0
+        with self._engine.begin() as conn:
+            for table in (metric_points, rejected_metrics):
+                query = delete(table).where(table.c.job_id == job_id)
+                if step is not None:
+                    query = query.where(table.c.step > step)
+                removed += conn.execute(query).rowcount or 0
+        return removed
+
     def rejected(self, job_id: str) -> list[RejectedMetric]:
         query = (
             select(
@@ -340,28 +379,7 @@ class Store:
 
     def _open_schema(self) -> None:
         with self._engine.begin() as conn:
-            if not inspect(conn).has_table(meta.name):
-                metadata.create_all(conn)
-                conn.execute(insert(meta).values(key="schema_version", value=str(SCHEMA_VERSION)))
-                return
-            found = conn.execute(select(meta.c.value).where(meta.c.key == "schema_version"))
-            version = found.scalar_one_or_none()
-            if version == "1":  # add what version 2 brought: tuning jobs
-                for column, sql_type in TRAINING_JOB_COLUMNS_V2:
-                    conn.execute(text(f"ALTER TABLE training_jobs ADD COLUMN {column} {sql_type}"))
-                metadata.create_all(conn)  # the new tables
-                for index in training_jobs.indexes:  # and the new columns' indexes
-                    index.create(conn, checkfirst=True)
-                conn.execute(update(meta).where(meta.c.key == "schema_version").values(value="2"))
-                version = "2"
-            if version == "2":  # version 3 brought the rejected_metrics table
-                metadata.create_all(conn)
-                conn.execute(update(meta).where(meta.c.key == "schema_version").values(value="3"))
-                version = "3"
-            if version == "3":  # version 4: when a job's workers began to wait for room
-                conn.execute(text("ALTER TABLE training_jobs ADD COLUMN waiting_since FLOAT"))
-                conn.execute(update(meta).where(meta.c.key == "schema_version").values(value="4"))
-                version = "4"
+            version = open_schema(conn)
         if version != str(SCHEMA_VERSION):
             raise StoreError(
                 f"store {_safe(self.url)!r} has schema version {version}; this scaletune "

@@ -2,46 +2,39 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import socket
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from scaletune.algorithms import Algorithm, PreparedData, get_algorithm
+from scaletune.checkpoints import Checkpoint, CheckpointFolder, CheckpointPlan
 from scaletune.clock import Clock, SystemClock
 from scaletune.cluster import Backend, Group, GroupRendezvous
 from scaletune.data import PreparedDatasets, TableFiles, load_channels
-from scaletune.errors import InvalidInputError, LaunchAbandonedError
-from scaletune.spec import ShardingMode, TrainingJobSpec
+from scaletune.errors import InvalidInputError, LaunchAbandonedError, WorkerStartError
+from scaletune.spec import ShardingMode, TrainingJobSpec, describe_validation_error
 from scaletune.store import (
     JobOutcome,
     JobStatus,
     MetricPoint,
     NewTrainingJob,
-    RejectedMetric,
     Store,
     TrainingJobRecord,
 )
 from scaletune.training._ids import new_job_id
 from scaletune.training._paths import SCRATCH_PREFIX, JobPaths
-from scaletune.training._staging import JobStaging, check_staging
+from scaletune.training._staging import JobStaging, check_writable
 from scaletune.training._stopper import Stopper
-from scaletune.worker import (
-    ChannelShard,
-    Exited,
-    Failed,
-    Finished,
-    LogOutput,
-    Report,
-    WorkerTask,
-)
+from scaletune.training._supervise import AttemptState, Ending, Fault, Timing, supervise
+from scaletune.worker import ChannelShard, Report, WorkerTask
 
-ROOT_CAUSE_SECONDS = 0.5
 STOP_FILE = "stop"  # in the job's scratch folder: asks its workers to end at their next step
 
 
@@ -55,12 +48,8 @@ class PreparedJob:
     hyperparameters: BaseModel
     data: PreparedData
     paths: JobPaths
-
-
-@dataclass(frozen=True)
-class _Ending:
-    status: JobStatus
-    reason: str | None = None
+    checkpoints: CheckpointFolder | None  # None: the job keeps none ([checkpoint] enabled=false)
+    reached_step: int | None = None  # resumed: the last step reported before, for steps redone
 
 
 class TrainingController:
@@ -82,11 +71,13 @@ class TrainingController:
         self.backend = backend
         self.jobs_dir = jobs_dir
         self.clock = clock or SystemClock()
-        self.poll_seconds = poll_seconds
-        self.stop_check_seconds = stop_check_seconds
-        # Batched so the controller costs the workers little CPU; flushed at the end in any case.
-        self.metrics_flush_seconds = metrics_flush_seconds
-        self.stop_grace_seconds = stop_grace_seconds  # then workers are killed
+        self.timing = Timing(
+            poll_seconds=poll_seconds,
+            stop_check_seconds=stop_check_seconds,
+            # Batched so the controller costs the workers little CPU; flushed at the end.
+            metrics_flush_seconds=metrics_flush_seconds,
+            stop_grace_seconds=stop_grace_seconds,  # then workers are killed
+        )
         self.datasets = PreparedDatasets()  # built-in datasets, prepared once for all jobs
 
     def prepare(
@@ -107,7 +98,9 @@ class TrainingController:
         algorithm = get_algorithm(spec.algorithm)
         hyperparameters = algorithm.parse_hyperparameters(spec.hyperparameters)
         data = algorithm.prepare_data(hyperparameters, load_channels(spec, self.datasets))
-        check_staging(spec.cluster.staging)
+        check_writable(spec.cluster.staging, "cluster.staging")
+        if spec.checkpoint.enabled:
+            check_writable(spec.checkpoint.path, "checkpoint.path")
         hyperparameters = data.hyperparameters or hyperparameters
         now = self.clock.time()
         job_id = job_id or new_job_id(spec.name or spec.algorithm.value, now)
@@ -122,7 +115,48 @@ class TrainingController:
                 trial_number=trial_number,
             )
         )
-        return PreparedJob(job_id, spec, algorithm, hyperparameters, data, paths)
+        return PreparedJob(
+            job_id, spec, algorithm, hyperparameters, data, paths, _checkpoints(spec, paths)
+        )
+
+    def prepare_resume(self, job_id: str) -> PreparedJob:
+        """A Stopped or Failed job, ready to run again from its latest checkpoint (a new
+        attempt under the same id). Its inputs are loaded and checked again."""
+        record = self.store.get_training_job(job_id)
+        if record.status not in (JobStatus.STOPPED, JobStatus.FAILED):
+            raise InvalidInputError(
+                f"job {job_id!r} is {record.status.value}: only a Stopped or Failed job resumes"
+            )
+        try:
+            spec = TrainingJobSpec.model_validate(record.spec)
+        except ValidationError as exc:  # its data moved since, say
+            raise InvalidInputError(
+                f"job {job_id!r} cannot resume: {describe_validation_error(exc)}"
+            ) from None
+        if spec.cluster.backend is not self.backend.name:
+            raise InvalidInputError(
+                f"job {job_id!r} ran on the {spec.cluster.backend.value!r} backend; resume it "
+                f"with --backend {spec.cluster.backend.value}"
+            )
+        algorithm = get_algorithm(spec.algorithm)
+        hyperparameters = algorithm.parse_hyperparameters(spec.hyperparameters)
+        data = algorithm.prepare_data(hyperparameters, load_channels(spec, self.datasets))
+        paths = JobPaths.for_job(self.jobs_dir, job_id, spec)
+        job = PreparedJob(
+            job_id,
+            spec,
+            algorithm,
+            data.hyperparameters or hyperparameters,
+            data,
+            paths,
+            _checkpoints(spec, paths),
+        )
+        self.store.reopen_training_job(job_id)  # last: nothing changes if a check failed
+        # Now, not when it starts: a tuning job rebuilds its scheduler from these reports.
+        resume = job.checkpoints.latest() if job.checkpoints is not None else None
+        reached = self._last_step(job_id)
+        self.store.discard_metrics_after(job_id, None if resume is None else _reported_step(resume))
+        return dataclasses.replace(job, reached_step=reached)
 
     def run(
         self,
@@ -131,79 +165,91 @@ class TrainingController:
         on_started: Callable[[Group], None] | None = None,
         on_report: Callable[[Report], None] | None = None,
     ) -> TrainingJobRecord:
-        """Run to the end. Ctrl-C stops the job (status Stopped), then re-raises.
+        """Run to the end, retrying from the latest checkpoint when workers break (as the
+        job's [retry] says). Ctrl-C stops the job (status Stopped), then re-raises.
 
-        `on_started` gets the worker group once placed; `on_report` each report (progress).
+        A job that ran before (`jobs resume`) continues from its latest checkpoint as a new
+        attempt; its earlier time stays in its billing. `on_started` gets each attempt's
+        worker group once placed; `on_report` each report (progress).
         """
         stop = stop or Stopper()
-        start_time, started = self.clock.time(), self.clock.monotonic()
+        earlier = self.store.get_training_job(job.id)
+        earlier_wall = earlier.wall_seconds or 0.0
+        start_time = earlier.start_time if earlier.start_time is not None else self.clock.time()
+        started = self.clock.monotonic()
         self.store.mark_in_progress(job.id, start_time, os.getpid(), socket.gethostname())
         scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{job.id}-"))
         staging: JobStaging | None = None
-        final_metrics: dict[str, float] = {}
-        pending: list[MetricPoint] = []  # reports not yet in the store
-        group: Group | None = None
-        rendezvous: GroupRendezvous | None = None
+        state = AttemptState(len(self.store.attempts.of(job.id)) + 1)
+        live = _Live()
         interrupted = False
         try:
             staging = JobStaging.create(job.spec.cluster.staging, job.id, scratch)
-            tasks, rendezvous = self._tasks(job, staging)
-            wait = _RoomWait(self, job, stop, started)
-            group = self.backend.launch(tasks, job.spec.cluster, abandon=wait)
-            if wait.waited:
-                self.store.set_waiting(job.id, None)  # placed at last
-            if on_started is not None:
-                on_started(group)
-            ending = self._supervise(
-                job,
-                group,
-                stop,
-                started,
-                final_metrics,
-                pending,
-                on_report or _ignore,
-            )
+            shards = self._write_shards(job, staging)
+            redo_from = job.reached_step if state.number > 1 else None
+            while True:
+                resume = self._begin_attempt(job, state, redo_from)
+                ending = self._attempt(
+                    job,
+                    staging,
+                    shards,
+                    resume,
+                    stop,
+                    started,
+                    state,
+                    live,
+                    on_started,
+                    on_report or _ignore,
+                )
+                if not self._retry(job, ending, state, stop):
+                    break
+                live.end(completed=False)
+                self.store.append_metrics(job.id, state.pending)
+                self.store.attempts.end(
+                    job.id,
+                    state.number,
+                    status=ending.status,
+                    end_time=self.clock.time(),
+                    reason=ending.reason,
+                    retried=True,
+                )
+                redo_from = state.last_step
+                state = AttemptState(state.number + 1, final_metrics=state.final_metrics)
         except KeyboardInterrupt:
             interrupted = True
-            ending = _Ending(JobStatus.STOPPED, "interrupted (Ctrl-C)")
-        except LaunchAbandonedError as exc:  # stopped while waiting for room
-            ending = _Ending(stop.status if stop.is_set() else JobStatus.STOPPED, str(exc))
+            ending = Ending(JobStatus.STOPPED, "interrupted (Ctrl-C)")
         except Exception as exc:
-            ending = _Ending(JobStatus.FAILED, f"controller error: {type(exc).__name__}: {exc}")
+            ending = Ending(JobStatus.FAILED, f"controller error: {type(exc).__name__}: {exc}")
         artifact = None
         try:
             # Every worker finished its task (it completed, or stopped when asked): the
             # workers go back to the pool and the model is published. Otherwise they die.
-            clean = (
-                group is not None and group.all_finished and ending.status is not (JobStatus.FAILED)
-            )
-            if group is not None:
-                group.release() if clean else group.kill()
-            if rendezvous is not None:
-                # A stopped job's programs may have been ended mid-collective (a user's
-                # script is killed): waiting for the tracker to see them finish is pointless.
-                rendezvous.close(completed=clean and ending.status is JobStatus.COMPLETED)
-            if clean:
+            clean = live.end(completed=ending.status is JobStatus.COMPLETED)
+            if clean and ending.status is not JobStatus.FAILED:
                 try:
                     assert staging is not None  # a group was placed, so staging was made
                     artifact = str(self._publish(job, staging.fetch_model()))
                 except (OSError, InvalidInputError) as exc:
-                    ending = _Ending(JobStatus.FAILED, f"could not publish the model: {exc}")
+                    ending = Ending(JobStatus.FAILED, f"could not publish the model: {exc}")
         finally:
             if staging is not None:
                 staging.remove()
             shutil.rmtree(scratch, ignore_errors=True)
-            self.store.append_metrics(job.id, pending)
-            wall = self.clock.monotonic() - started
+            self.store.append_metrics(job.id, state.pending)
+            now, wall = self.clock.time(), earlier_wall + self.clock.monotonic() - started
+            self.store.attempts.end(
+                job.id, state.number, status=ending.status, end_time=now, reason=ending.reason
+            )
             self.store.finish_training_job(
                 job.id,
                 JobOutcome(
                     status=ending.status,
                     start_time=start_time,
-                    end_time=start_time + wall,
+                    end_time=now,
                     wall_seconds=wall,
+                    # Every attempt's time, the restarts between them included.
                     billable_seconds=job.spec.instance_count * wall,
-                    final_metrics=final_metrics,
+                    final_metrics=state.final_metrics,
                     failure_reason=ending.reason,
                     artifact=artifact,
                 ),
@@ -212,9 +258,82 @@ class TrainingController:
             raise KeyboardInterrupt
         return self.store.get_training_job(job.id)
 
-    def _tasks(
-        self, job: PreparedJob, staging: JobStaging
-    ) -> tuple[list[WorkerTask], GroupRendezvous]:
+    def _begin_attempt(
+        self, job: PreparedJob, state: AttemptState, redo_from: int | None
+    ) -> Checkpoint | None:
+        """Record the attempt; a later one starts from the newest whole checkpoint, and
+        what was reported past it is forgotten (those steps are reported again)."""
+        folder = job.checkpoints
+        resume = folder.latest() if folder is not None and state.number > 1 else None
+        reported = None if resume is None else _reported_step(resume)
+        if state.number > 1:
+            self.store.discard_metrics_after(job.id, reported)
+            state.final_metrics = _last_values(self.store.metrics(job.id))
+        redone = None if redo_from is None else max(redo_from - (reported or 0), 0)
+        self.store.attempts.start(
+            job.id,
+            state.number,
+            self.clock.time(),
+            resumed_from_step=None if resume is None else resume.step,
+            steps_redone=redone,
+        )
+        return resume
+
+    def _attempt(
+        self,
+        job: PreparedJob,
+        staging: JobStaging,
+        shards: Mapping[str, ChannelShard],
+        resume: Checkpoint | None,
+        stop: Stopper,
+        started: float,
+        state: AttemptState,
+        live: _Live,
+        on_started: Callable[[Group], None] | None,
+        on_report: Callable[[Report], None],
+    ) -> Ending:
+        """Place the workers, watch them to the end; what breaks becomes the attempt's Ending."""
+        try:
+            tasks, live.rendezvous = self._tasks(job, staging, shards, resume, state.number)
+            wait = _RoomWait(self, job, stop, started)
+            live.group = self.backend.launch(tasks, job.spec.cluster, abandon=wait)
+        except LaunchAbandonedError as exc:  # stopped while waiting for room
+            return Ending(stop.status if stop.is_set() else JobStatus.STOPPED, str(exc))
+        except (WorkerStartError, OSError) as exc:  # a worker or a port that would not start
+            return Ending(JobStatus.FAILED, f"workers did not start: {exc}", Fault.INFRASTRUCTURE)
+        if wait.waited:
+            self.store.set_waiting(job.id, None)  # placed at last
+        if on_started is not None:
+            on_started(live.group)
+        return supervise(
+            job_id=job.id,
+            spec=job.spec,
+            log_path=job.paths.log_path,
+            store=self.store,
+            clock=self.clock,
+            timing=self.timing,
+            group=live.group,
+            stop=stop,
+            started=started,
+            state=state,
+            on_report=on_report,
+        )
+
+    def _retry(self, job: PreparedJob, ending: Ending, state: AttemptState, stop: Stopper) -> bool:
+        policy = job.spec.retry
+        if ending.status is not JobStatus.FAILED or stop.is_set():
+            return False
+        if state.number > policy.max_attempts:  # max_attempts counts retries, not attempts
+            return False
+        return ending.fault == Fault.INFRASTRUCTURE or (
+            ending.fault == Fault.PROGRAM and policy.retry_on_program_error
+        )
+
+    def _last_step(self, job_id: str) -> int | None:
+        return max((point.step for point in self.store.metrics(job_id)), default=None)
+
+    def _write_shards(self, job: PreparedJob, staging: JobStaging) -> dict[str, ChannelShard]:
+        """Each channel once, for every attempt."""
         shards = {
             name.value: ChannelShard(
                 TableFiles.write(table, staging.data_folder(name)),
@@ -225,6 +344,16 @@ class TrainingController:
         }
         staging.prepare()
         job.paths.logs.mkdir(parents=True, exist_ok=True)
+        return shards
+
+    def _tasks(
+        self,
+        job: PreparedJob,
+        staging: JobStaging,
+        shards: Mapping[str, ChannelShard],
+        resume: Checkpoint | None,
+        attempt: int,
+    ) -> tuple[list[WorkerTask], GroupRendezvous]:
         world_size = job.spec.instance_count
         rendezvous = GroupRendezvous(
             world_size,
@@ -232,6 +361,17 @@ class TrainingController:
             worker_addresses=job.spec.script is not None,
             host=self.backend.rendezvous_host,
         )
+        plan = None
+        if job.checkpoints is not None:
+            every = job.spec.checkpoint
+            plan = CheckpointPlan(
+                job.checkpoints.root,
+                every.every_steps,
+                every.every_seconds,
+                every.keep,
+                resume_step=None if resume is None else resume.step,
+                resume_reported_step=None if resume is None else _reported_step(resume),
+            )
         tasks = [
             WorkerTask(
                 job_id=job.id,
@@ -249,91 +389,13 @@ class TrainingController:
                 distribution=job.spec.distribution,
                 script=job.spec.script,
                 reporting_rank=job.spec.script.metrics_rank if job.spec.script else 0,
+                checkpoint=plan,
+                attempt=attempt,
+                scratch=staging.scratch,
             )
             for rank in range(world_size)
         ]
         return tasks, rendezvous
-
-    def _supervise(
-        self,
-        job: PreparedJob,
-        group: Group,
-        stop: Stopper,
-        started: float,
-        final_metrics: dict[str, float],
-        pending: list[MetricPoint],
-        on_report: Callable[[Report], None],
-    ) -> _Ending:
-        deadline = started + job.spec.max_runtime_seconds
-        next_stop_check = next_flush = started
-        finished: set[int] = set()
-        stopping: _Ending | None = None  # set once the workers were asked to stop
-        grace_ends = float("inf")
-        while len(finished) < job.spec.instance_count:
-            now = self.clock.monotonic()
-            failures: list[Failed | Exited] = []
-            wait = min(self.poll_seconds, max(min(deadline, grace_ends) - now, 0.0))
-            for event in group.poll(wait):
-                if isinstance(event, Report):
-                    for name, value in event.metrics.items():
-                        pending.append(MetricPoint(name, event.step, value, event.time))
-                        final_metrics[name] = value
-                    if event.rejected:  # rare: written at once
-                        self.store.append_rejected(
-                            job.id,
-                            [
-                                RejectedMetric(name, event.step, text, event.time)
-                                for name, text in event.rejected.items()
-                            ],
-                        )
-                    on_report(event)
-                elif isinstance(event, LogOutput):
-                    _append_log(job, event)
-                elif isinstance(event, Finished):
-                    finished.add(event.rank)
-                elif isinstance(event, Failed | Exited):
-                    failures.append(event)
-            if failures:
-                return _failure(self._with_root_cause(job, group, failures))
-            now = self.clock.monotonic()
-            if now >= next_flush:
-                next_flush = now + self.metrics_flush_seconds
-                self.store.append_metrics(job.id, pending)
-                pending.clear()
-            if stopping is not None:
-                if now >= grace_ends:  # the program did not stop by itself: run() kills it
-                    return stopping
-                continue
-            if stop.is_set():
-                stopping = _Ending(stop.status, stop.reason)
-            elif now >= next_stop_check and self.store.is_stop_requested(job.id):
-                stopping = _Ending(JobStatus.STOPPED, "stop requested")
-            elif now >= deadline:
-                stopping = _Ending(
-                    JobStatus.STOPPED,
-                    f"max_runtime_seconds={job.spec.max_runtime_seconds:g} reached",
-                )
-            if now >= next_stop_check:
-                next_stop_check = now + self.stop_check_seconds
-            if stopping is not None:
-                # Ask first: a program that checks ends cleanly at its next step, saves its
-                # model, and its workers stay warm for the next job.
-                group.request_stop()
-                grace_ends = now + self.stop_grace_seconds
-        return stopping or _Ending(JobStatus.COMPLETED)
-
-    def _with_root_cause(
-        self, job: PreparedJob, group: Group, failures: list[Failed | Exited]
-    ) -> list[Failed | Exited]:
-        """A worker's death makes its peers' collectives fail: give a death time to show
-        (and the workers' last output time to reach the log)."""
-        if not any(isinstance(event, Exited) for event in failures):
-            for event in group.poll(ROOT_CAUSE_SECONDS):
-                if isinstance(event, Exited):
-                    failures.append(event)
-                elif isinstance(event, LogOutput):
-                    _append_log(job, event)
-        return failures
 
     def _publish(self, job: PreparedJob, staged: Path) -> Path:
         """Move the model into place in one step, so no half-written artefact is ever seen."""
@@ -344,7 +406,14 @@ class TrainingController:
         partial = target.with_name(f".{target.name}.partial")
         shutil.rmtree(partial, ignore_errors=True)
         shutil.copytree(staged, partial)
-        partial.rename(target)
+        if target.exists():  # a resumed job's earlier model (stopped at a step) gives way
+            earlier = target.with_name(f".{target.name}.replaced")
+            shutil.rmtree(earlier, ignore_errors=True)
+            target.rename(earlier)
+            partial.rename(target)
+            shutil.rmtree(earlier, ignore_errors=True)
+        else:
+            partial.rename(target)
         return target
 
 
@@ -397,38 +466,42 @@ def new_job_record(
     )
 
 
-def _failure(failures: list[Failed | Exited]) -> _Ending:
-    """The job's reason: a worker that died if any (the cause), else the first error."""
-    died = [event for event in failures if isinstance(event, Exited)]
-    if died:
-        event = died[0]
-        return _Ending(
-            JobStatus.FAILED,
-            f"worker {event.rank} exited unexpectedly "
-            f"({event.reason or _exit_text(event.exitcode)})",
-        )
-    first = failures[0]
-    assert isinstance(first, Failed)
-    return _Ending(JobStatus.FAILED, f"worker {first.rank} failed: {first.error}")
-
-
-def _append_log(job: PreparedJob, event: LogOutput) -> None:
-    with job.paths.log_path(event.rank).open("a", encoding="utf-8") as log:
-        log.write(event.text)
-
-
 def _ignore(report: Report) -> None:
     pass
 
 
-def _exit_text(exitcode: int | None) -> str:
-    if exitcode is None:
-        return "exit status unknown"
-    if exitcode < 0:
-        import signal
+def _checkpoints(spec: TrainingJobSpec, paths: JobPaths) -> CheckpointFolder | None:
+    if not spec.checkpoint.enabled:
+        return None
+    return CheckpointFolder(paths.checkpoints)
 
-        try:
-            return f"killed by {signal.Signals(-exitcode).name}"
-        except ValueError:
-            return f"killed by signal {-exitcode}"
-    return f"exit code {exitcode}"
+
+def _reported_step(checkpoint: Checkpoint) -> int | None:
+    """The last step the job had reported when the checkpoint was saved."""
+    saved = checkpoint.meta.get("reported_step")
+    return None if saved is None else int(saved)
+
+
+def _last_values(points: list[MetricPoint]) -> dict[str, float]:
+    """Each metric's value at its highest step (points come ordered by name, then step)."""
+    return {point.name: point.value for point in points}
+
+
+class _Live:
+    """The running attempt's worker group and rendezvous, ended once the attempt is over."""
+
+    def __init__(self) -> None:
+        self.group: Group | None = None
+        self.rendezvous: GroupRendezvous | None = None
+
+    def end(self, *, completed: bool) -> bool:
+        """Release the workers if every one finished its task (True), else kill them."""
+        group, rendezvous, self.group, self.rendezvous = self.group, self.rendezvous, None, None
+        clean = group is not None and group.all_finished
+        if group is not None:
+            group.release() if clean else group.kill()
+        if rendezvous is not None:
+            # A stopped job's programs may have been ended mid-collective (a user's
+            # script is killed): waiting for the tracker to see them finish is pointless.
+            rendezvous.close(completed=clean and completed)
+        return clean

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from scaletune.data import join_url
 from scaletune.spec import TrainingJobSpec
 
 SCRATCH_PREFIX = "scaletune-"  # a running job's temp folder: scaletune-<job id>-<random>
@@ -14,12 +15,30 @@ SCRATCH_PREFIX = "scaletune-"  # a running job's temp folder: scaletune-<job id>
 class JobPaths:
     logs: Path
     artifact: Path  # the model folder, published only when the job completes
+    checkpoints: Path | str = Path()  # a folder, or a URL (checkpoint.path)
 
     @classmethod
     def for_job(cls, jobs_dir: Path, job_id: str, spec: TrainingJobSpec) -> JobPaths:
         root = jobs_dir / job_id
         output = (spec.output_path / job_id) if spec.output_path else root / "output"
-        return cls(logs=root / "logs", artifact=output / "model")
+        where = spec.checkpoint.path
+        staging = spec.cluster.staging
+        if where is None and staging is not None:
+            # Workers on other machines reach the staging location: checkpoints go beside
+            # what the job stages there (which is removed; they are kept).
+            where = (
+                join_url(staging, "checkpoints")
+                if isinstance(staging, str)
+                else staging / "checkpoints"
+            )
+        checkpoints = (
+            root / "checkpoints"
+            if where is None
+            else join_url(where, job_id)
+            if isinstance(where, str)
+            else where / job_id
+        )
+        return cls(logs=root / "logs", artifact=output / "model", checkpoints=checkpoints)
 
     def log_path(self, rank: int) -> Path:
         return self.logs / f"worker-{rank}.log"

@@ -77,9 +77,11 @@ class JobStaging:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
-def check_staging(staging: Path | str | None) -> None:
-    """Refuse, before a job is recorded, a staging location this controller cannot write:
-    one small file is written and removed (a missing bucket, credentials, a read-only mount)."""
+def check_writable(location: Path | str | None, key: str) -> None:
+    """Refuse, before a job is recorded, a location this controller cannot write (`key` names
+    it: cluster.staging, checkpoint.path): one small file is written and removed (a missing
+    bucket, credentials, a read-only mount)."""
+    staging = location
     if staging is None:
         return
     probe_name = f".scaletune-probe-{secrets.token_hex(4)}"
@@ -90,20 +92,20 @@ def check_staging(staging: Path | str | None) -> None:
             (staging / probe_name).unlink()
         except OSError as exc:
             raise InvalidInputError(
-                f"cluster.staging {str(staging)!r} cannot be written: {exc.strerror}"
+                f"{key} {str(staging)!r} cannot be written: {exc.strerror}"
             ) from None
         return
     try:
         fs, root = filesystem(staging)
     except InvalidInputError as exc:  # an unknown protocol, a package missing for it
-        raise InvalidInputError(f"cluster.staging {exc}") from None
+        raise InvalidInputError(f"{key} {exc}") from None
     path = join_url(root, probe_name)
     try:
         fs.pipe_file(path, b"")
         fs.rm_file(path)
     except Exception as exc:  # botocore and friends raise their own types
         raise InvalidInputError(
-            f"cluster.staging {staging!r} cannot be written: {type(exc).__name__}: {exc}"
+            f"{key} {staging!r} cannot be written: {type(exc).__name__}: {exc}"
         ) from None
 
 

@@ -16,13 +16,20 @@ class Stopper:
         self._lock = threading.Lock()
         self.status = JobStatus.STOPPED
         self.reason = "stop requested"
+        self.grace_seconds: float | None = None  # the controller's own grace if None
 
     def request(
-        self, status: JobStatus = JobStatus.STOPPED, reason: str = "stop requested"
+        self,
+        status: JobStatus = JobStatus.STOPPED,
+        reason: str = "stop requested",
+        grace_seconds: float | None = None,
     ) -> None:
+        """`grace_seconds`: how long the program has to stop by itself (and checkpoint)
+        before it is killed; a preempted machine's SIGTERM gives more than a tuner's stop."""
         with self._lock:
             if not self._event.is_set():
                 self.status, self.reason = status, reason
+                self.grace_seconds = grace_seconds
                 self._event.set()
 
     def is_set(self) -> bool:

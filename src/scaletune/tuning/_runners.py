@@ -37,6 +37,12 @@ class TrialRunner(Protocol):
         Returns the steps it runs when nothing stops it, where that is known."""
         ...
 
+    def prepare_resume(self, job_id: str, trial_number: int) -> int | None:
+        """Ready an interrupted trial to go on from its latest checkpoint (a new attempt);
+        what it reported past that checkpoint is forgotten. Raises InvalidInputError where
+        it cannot go on. Returns the steps it runs when nothing stops it, where known."""
+        ...
+
     def start(self, trial_number: int, stopper: Stopper, on_report: OnReport) -> None:
         """Start a prepared trial; `on_report` gets each of its reports, in order."""
         ...
@@ -70,6 +76,11 @@ class JobTrialRunner:
         job = self.controller.prepare(
             spec, job_id=job_id, tuning_job_id=tuning_job_id, trial_number=trial_number
         )
+        self._prepared[trial_number] = job
+        return job.algorithm.full_resource(job.hyperparameters)
+
+    def prepare_resume(self, job_id: str, trial_number: int) -> int | None:
+        job = self.controller.prepare_resume(job_id)
         self._prepared[trial_number] = job
         return job.algorithm.full_resource(job.hyperparameters)
 

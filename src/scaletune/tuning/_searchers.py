@@ -48,9 +48,11 @@ class Searcher(Protocol):
         *,
         resource: int | None = None,
         stopped_early: bool = False,
+        running: bool = False,
     ) -> None:
-        """A trial proposed and ended before a restart: learn from it and never repeat it.
-        Called in order of `number`, before any new suggestion."""
+        """A trial proposed before a restart: learn from it and never repeat it. Called in
+        order of `number`, before any new suggestion. A `running` one goes on (resumed from
+        its checkpoint): its outcome comes later, through `observe`."""
         ...
 
     def add_prior(self, config: Config, value: float) -> bool:
@@ -112,6 +114,7 @@ class OptunaSearcher:
         *,
         resource: int | None = None,
         stopped_early: bool = False,
+        running: bool = False,
     ) -> None:
         if number != len(self._study.trials) - self._priors:
             raise ValueError(f"trial {number} restored out of order")
@@ -119,6 +122,10 @@ class OptunaSearcher:
             name: self._ranges[name].to_sample(config[name])  # type: ignore[arg-type]
             for name in self._ranges
         }
+        if running:  # asked again with its own values: a pending trial, as it was
+            self._study.enqueue_trial(params, skip_if_exists=False)
+            self._trials[number] = self._study.ask(self._distributions)
+            return
         if value is None:
             state, values, intermediate = TrialState.FAIL, None, {}
         elif stopped_early:
@@ -215,6 +222,7 @@ class GridSearcher:
         *,
         resource: int | None = None,
         stopped_early: bool = False,
+        running: bool = False,
     ) -> None:
         if number != self._count or next(self._points, None) is None:
             raise ValueError(f"grid point {number} restored out of order")

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from pydantic import ValidationError
@@ -117,8 +118,9 @@ class TuningController:
         return _Run(self, tuning_id, spec).run()
 
     def resume(self, tuning_id: str) -> TuningJobRecord:
-        """Finish a tuning job whose controller died: its trials that were running are
-        recorded as Failed, the others are neither lost nor run again."""
+        """Finish a tuning job whose controller died. Its trials that were running go on
+        from their latest checkpoints (same trial, a new attempt); the others are neither lost
+        nor run again. A trial that cannot go on is recorded as Failed."""
         record = self.store.get_tuning_job(tuning_id)
         if record.status.is_terminal:
             raise InvalidInputError(
@@ -135,17 +137,24 @@ class TuningController:
         except ValidationError as exc:
             raise InvalidInputError(describe_validation_error(exc)) from None
         now = self.clock.time()
+        continuing: dict[int, int | None] = {}  # trial number -> its full resource
         for trial in self.store.training_jobs_of(tuning_id):
-            if not trial.status.is_terminal:
-                remove_scratch(trial.id, staging_of(trial))
-                self.store.abandon_training_job(
-                    trial.id,
-                    JobStatus.FAILED,
-                    f"its tuning controller (process {record.controller_pid}) ended",
-                    now,
+            if trial.status.is_terminal:
+                continue
+            remove_scratch(trial.id, staging_of(trial))
+            self.store.abandon_training_job(
+                trial.id,
+                JobStatus.FAILED,
+                f"its tuning controller (process {record.controller_pid}) ended",
+                now,
+            )
+            assert trial.trial_number is not None  # trials of a tuning job have numbers
+            with contextlib.suppress(InvalidInputError):  # it stays Failed, with that reason
+                continuing[trial.trial_number] = self.runner.prepare_resume(
+                    trial.id, trial.trial_number
                 )
         run = _Run(self, tuning_id, spec)
-        run.restore()
+        run.restore(continuing)
         return run.run()
 
 
@@ -168,8 +177,11 @@ class _Run:
         self.best: float | None = None
         self.since_improvement = 0
         self.halt_reason: str | None = None  # set when no more trials should start
+        self.failure_reason: str | None = None  # set when the tuning job itself fails
         self.outcomes: Counter[JobStatus] = Counter()
         self.priors = self._load_priors()
+        # Interrupted trials reopened by a resume: started before any new one.
+        self._resumable: dict[int, tuple[str, int | None]] = {}
 
     def _load_priors(self) -> int:
         """Warm start: the parents' finished trials, as the searcher's first observations."""
@@ -183,15 +195,23 @@ class _Run:
                     used += 1
         return used
 
-    def restore(self) -> None:
-        """Bring searcher, scheduler and best-so-far to where the trials in the store left them."""
+    def restore(self, continuing: Mapping[int, int | None] | None = None) -> None:
+        """Bring searcher, scheduler and best-so-far to where the trials in the store left
+        them. `continuing` trials (number -> full resource) were reopened to go on from
+        their checkpoints: they count as running, and `run` starts them first."""
+        continuing = continuing or {}
         trials = self.store.training_jobs_of(self.id)
         for trial in trials:
             assert trial.trial_number is not None  # trials of a tuning job have numbers
             value, resource = self._result(trial.id)
+            tuned = {name: tuned_value(trial, name) for name in self.spec.ranges}
+            self.proposed += 1
+            if trial.trial_number in continuing:
+                self.searcher.restore(trial.trial_number, tuned, None, running=True)
+                self._resumable[trial.trial_number] = (trial.id, continuing[trial.trial_number])
+                continue
             self.outcomes[trial.status] += 1
             failed = trial.status is JobStatus.FAILED or value is None
-            tuned = {name: tuned_value(trial, name) for name in self.spec.ranges}
             self.searcher.restore(
                 trial.trial_number,
                 tuned,
@@ -199,7 +219,6 @@ class _Run:
                 resource=resource,
                 stopped_early=trial.status is JobStatus.STOPPED,
             )
-            self.proposed += 1
         reports = sorted(
             (point.time, trial.trial_number or 0, point.step, point.value)
             for trial in trials
@@ -208,6 +227,8 @@ class _Run:
         for _, number, step, value in reports:  # in the order the scheduler first saw them
             self.scheduler.on_report(number, step, value)
         for trial in sorted(trials, key=lambda t: t.end_time or 0.0):
+            if trial.trial_number in continuing:
+                continue  # not ended: it goes on
             self.scheduler.on_end(trial.trial_number or 0)
             if trial.status is not JobStatus.FAILED and trial.objective is not None:
                 self._consider(trial.id, trial.objective)
@@ -232,6 +253,9 @@ class _Run:
         deadline = None if limit is None else started + limit
         next_stop_check = started
         try:
+            for number, (job_id, full) in sorted(self._resumable.items()):
+                self._start_prepared(number, job_id, full)
+            self._resumable.clear()
             while self._launch_more() or self.running:
                 self._progress()
                 remaining = None if deadline is None else deadline - clock.monotonic()
@@ -256,12 +280,18 @@ class _Run:
         finally:
             for number in self.runner.wait_all():
                 self._finish_trial(number)
+            if self.failure_reason is not None and status is JobStatus.COMPLETED:
+                status = JobStatus.FAILED
             self.store.finish_tuning_job(
                 self.id,
                 status,
                 clock.time(),
                 clock.monotonic() - started,
-                self.halt_reason if status is JobStatus.STOPPED else None,
+                self.failure_reason
+                if status is JobStatus.FAILED
+                else self.halt_reason
+                if status is JobStatus.STOPPED
+                else None,
             )
         if interrupted:
             raise KeyboardInterrupt
@@ -306,6 +336,9 @@ class _Run:
         except InvalidInputError as exc:  # recorded as a failed trial; the tuning goes on
             self._record_unstartable(job_id, suggestion, exc)
             return
+        self._start_prepared(number, job_id, full)
+
+    def _start_prepared(self, number: int, job_id: str, full: int | None) -> None:
         stopper = Stopper()
         self.running[number] = _Trial(number, job_id, stopper)
         self.runner.start(
@@ -338,6 +371,8 @@ class _Run:
             return
         record = self.store.get_training_job(trial.job_id)
         self.outcomes[record.status] += 1
+        if record.status is JobStatus.FAILED:
+            self._count_failure(record.failure_reason)
         value, resource = self._result(trial.job_id)
         failed = record.status is JobStatus.FAILED or value is None
         with self.lock:
@@ -350,6 +385,15 @@ class _Run:
             self.scheduler.on_end(number)
         if not failed and value is not None:
             self._consider(trial.job_id, value)
+
+    def _count_failure(self, reason: str | None) -> None:
+        limit = self.spec.max_failed_trials
+        failed = self.outcomes[JobStatus.FAILED]
+        if limit is None or failed < limit or self.failure_reason is not None:
+            return
+        self.failure_reason = f"max_failed_trials={limit} reached (the last: {reason})"
+        self.halt_reason = self.halt_reason or self.failure_reason
+        self._stop_all("the tuning job failed: too many of its trials failed")
 
     def _consider(self, job_id: str, value: float) -> None:
         maximize = self.spec.objective_type is ObjectiveType.MAXIMIZE
@@ -399,3 +443,5 @@ class _Run:
         )
         with self.lock:
             self.searcher.observe(suggestion.number, None)
+        self.outcomes[JobStatus.FAILED] += 1
+        self._count_failure(f"could not start: {error}")

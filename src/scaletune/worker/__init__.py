@@ -1,9 +1,12 @@
 """What runs inside each worker process. Imports nothing of training, store or cli."""
 
+from scaletune.worker._checkpointing import WorkerCheckpoints
 from scaletune.worker._messages import (
+    CheckpointSaved,
     Exited,
     Failed,
     Finished,
+    Heartbeat,
     LogOutput,
     Ready,
     Report,
@@ -19,13 +22,16 @@ from scaletune.worker._task import (
 
 __all__ = [
     "ChannelShard",
+    "CheckpointSaved",
     "Exited",
     "Failed",
     "Finished",
+    "Heartbeat",
     "LogOutput",
     "Ready",
     "Rendezvous",
     "Report",
+    "WorkerCheckpoints",
     "WorkerContext",
     "WorkerEvent",
     "WorkerProgram",

@@ -49,4 +49,21 @@ class LogOutput:
     text: str
 
 
-WorkerEvent = Report | Finished | Failed | Exited | LogOutput
+@dataclass(frozen=True)
+class CheckpointSaved:
+    """Rank 0 published a complete checkpoint of this step."""
+
+    rank: int
+    step: int
+    seconds: float  # how long the save took
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    """Sent now and then while a task runs: a worker that falls silent (stopped, hung, its
+    machine gone) is taken for lost after the job's heartbeat timeout."""
+
+    rank: int
+
+
+WorkerEvent = Report | Finished | Failed | Exited | LogOutput | CheckpointSaved | Heartbeat

@@ -11,9 +11,11 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from scaletune.checkpoints import CheckpointPlan
 from scaletune.data import Table, TableFiles, shard_bounds
 from scaletune.spec import DistributionSpec, ScriptSpec
-from scaletune.worker._messages import Report
+from scaletune.worker._checkpointing import WorkerCheckpoints
+from scaletune.worker._messages import Report, WorkerEvent
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,11 @@ class WorkerTask:
     # With staging at a URL: model_dir is the worker's own temp folder, uploaded here after.
     model_url: str | None = None
     reporting_rank: int = 0  # whose reports count (one rank's only: the others would repeat)
+    checkpoint: CheckpointPlan | None = None  # None: the job keeps no checkpoints
+    attempt: int = 1
+    # The controller's folder for this job, which it removes whatever happens: a worker's
+    # temp files go there when it can see it (same machine), so a killed worker leaves none.
+    scratch: Path | None = None
 
 
 class WorkerContext:
@@ -78,12 +85,19 @@ class WorkerContext:
     def __init__(
         self,
         task: WorkerTask,
-        send: Callable[[Report], None],
+        send: Callable[[WorkerEvent], None],
         stop_signal: Callable[[], bool] | None = None,
     ) -> None:
         self.task = task
         self._send = send
         self._stop_signal = stop_signal  # how a backend without the stop file asks (Ray)
+        plan = task.checkpoint
+        self._reported_step = None if plan is None else plan.resume_reported_step
+        self.checkpoints = (
+            None
+            if task.checkpoint is None
+            else WorkerCheckpoints(task.checkpoint, task.rank, send, lambda: self._reported_step)
+        )
 
     def stop_requested(self) -> bool:
         """The controller asks this task to end at its next step (early stopping, a stop, the
@@ -118,6 +132,7 @@ class WorkerContext:
         names another), since the others would repeat them."""
         if self.rank != self.task.reporting_rank:
             return
+        self._reported_step = step
         finite = {name: float(value) for name, value in metrics.items() if math.isfinite(value)}
         rejected = {name: str(float(metrics[name])) for name in metrics.keys() - finite.keys()}
         for name, text in rejected.items():

@@ -30,12 +30,19 @@ PS_ASYNC = {"strategy": "parameter_server", "mode": "async"}
 SMALL = {"hidden_units": 32, "batch_size": 32, "learning_rate": 0.05, "momentum": 0.9}
 
 
-def _fit(session: Session, workers: int, distribution: dict[str, Any], **changes: Any):
+def _fit(
+    session: Session,
+    workers: int,
+    distribution: dict[str, Any],
+    retry: dict[str, Any] | None = None,
+    **changes: Any,
+):
     return Estimator(
         "dnn",
         {**SMALL, **changes},
         instance_count=workers,
         distribution=distribution,
+        retry=retry,
         session=session,
     ).fit(CHANNELS, wait=changes.get("epochs", 1) < 100)
 
@@ -166,7 +173,7 @@ def test_a_stop_ends_every_worker_cleanly_and_keeps_them_warm(
 
 
 def test_a_dead_worker_fails_the_parameter_server_job(session: Session) -> None:
-    job = _fit(session, 3, PS_ASYNC, epochs=10_000)
+    job = _fit(session, 3, PS_ASYNC, retry={"max_attempts": 0}, epochs=10_000)
     wait_until(lambda: len(job.metrics()) > 0, timeout=60)
     pids = job.worker_pids
     os.kill(pids[2], signal.SIGKILL)

@@ -63,7 +63,11 @@ def test_quantised_features_give_the_same_model_on_any_worker_count(session: Ses
 def test_killing_a_worker_mid_training_fails_the_job_with_that_worker(session: Session) -> None:
     channel = {"dataset": "breast-cancer"}
     job = Estimator(
-        "xgboost", {"num_round": 100_000, "max_depth": 2}, instance_count=3, session=session
+        "xgboost",
+        {"num_round": 100_000, "max_depth": 2},
+        instance_count=3,
+        retry={"max_attempts": 0},  # retried otherwise: tests/training/test_retries.py
+        session=session,
     ).fit({"train": channel, "validation": channel}, wait=False)
     wait_until(lambda: len(job.metrics()) > 0)
     pids = job.worker_pids

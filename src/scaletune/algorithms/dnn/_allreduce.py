@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import itertools
 from collections.abc import Iterator
 from datetime import timedelta
+from typing import Any
 
 import torch
 import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from scaletune.worker import WorkerContext
+
+from ._checkpoint import STATE_FILE, Position, pack, rank_state, unpack
 from ._common import LossTally, backward, make_optimizer, micro_batch_loss, set_learning_rate
 from ._gns import GradientNoiseScale
 from ._run import DNNRun
@@ -77,26 +83,29 @@ def _train(run: DNNRun) -> tuple[nn.Module, int]:
     noise: GradientNoiseScale | None = None
     # Sampled every few updates: the estimates are smoothed over many steps anyway.
     sample_every = hyperparameters.gns_every_updates
-    if world_size > 1:
-        ddp = DistributedDataParallel(model)
+    if world_size > 1 and sample_every > 0:
         local_batch = hyperparameters.batch_size * hyperparameters.gradient_accumulation_steps
-        if sample_every > 0:
-            noise = GradientNoiseScale(local_batch, local_batch * world_size)
-        wrapped = ddp
+        noise = GradientNoiseScale(local_batch, local_batch * world_size)
     optimizer = make_optimizer(model.parameters(), hyperparameters)
+    position, tally = _resume(run, model, optimizer, noise)
+    if world_size > 1:  # after loading: DDP broadcasts rank 0's weights to the others
+        ddp = DistributedDataParallel(model)
+        wrapped = ddp
     schedule = LearningRateSchedule.for_job(hyperparameters, world_size, plan.updates_per_epoch)
-    update = epoch = 0
-    for epoch in range(1, hyperparameters.epochs + 1):
-        tally = LossTally()
+    update, epoch = position.update, position.epoch
+    for epoch in range(position.epoch, hyperparameters.epochs + 1):
+        skip = position.index if epoch == position.epoch else 0
+        tally = tally if epoch == position.epoch else LossTally()
         agreed_stop = False
-        for index, micro_batches in enumerate(plan.updates(run.train, epoch)):
+        updates = itertools.islice(enumerate(plan.updates(run.train, epoch)), skip, None)
+        for index, micro_batches in updates:
             set_learning_rate(optimizer, schedule.at(update))
             # A sampling update keeps every gradient local and averages it by hand, to see
             # the norm before and after; the others go through DDP's own (C++) all-reduce.
             measuring = noise is not None and (update + 1) % sample_every == 0
-            for position, rows in enumerate(micro_batches):
+            for position_in_update, rows in enumerate(micro_batches):
                 # Gradients of all but the last micro-batch stay local (summed in .grad).
-                last = position == len(micro_batches) - 1
+                last = position_in_update == len(micro_batches) - 1
                 syncs = world_size == 1 or (last and not measuring)
                 with contextlib.nullcontext() if syncs else ddp.no_sync():
                     loss = micro_batch_loss(wrapped, run.train, rows, len(micro_batches))
@@ -107,7 +116,13 @@ def _train(run: DNNRun) -> tuple[nn.Module, int]:
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             update += 1
-            if (index + 1) % STOP_CHECK_UPDATES == 0 and _any_rank(ctx.stop_requested()):
+            checking = (index + 1) % STOP_CHECK_UPDATES == 0
+            stop, by_time = _agree(ctx) if checking else (False, False)
+            checkpoints = ctx.checkpoints
+            if checkpoints is not None and (stop or by_time or checkpoints.step_due(update)):
+                here = Position(epoch, index + 1, update)
+                _save(run, model, optimizer, here, tally, noise)
+            if stop:
                 agreed_stop = True
                 break
         totals = _sum_over_ranks(
@@ -120,8 +135,63 @@ def _train(run: DNNRun) -> tuple[nn.Module, int]:
         if not agreed_stop:  # a partial epoch is not reported as if it were whole
             run.end_epoch(epoch, model, metrics)
         if totals[0] > 0:
+            if not agreed_stop and ctx.checkpoints is not None:  # stopped at the epoch's end
+                _save(run, model, optimizer, Position(epoch + 1, 0, update), LossTally(), noise)
             break
     return model, epoch
+
+
+def _agree(ctx: WorkerContext) -> tuple[bool, bool]:
+    """Whether to stop, and whether a checkpoint is due by the clock: every rank's answer
+    summed (one tiny all-reduce), so that all take the same branch."""
+    by_time = ctx.checkpoints is not None and ctx.checkpoints.time_due()
+    stop, due = _sum_over_ranks([float(ctx.stop_requested()), float(by_time)], ctx.world_size)
+    return stop > 0, due > 0
+
+
+def _resume(
+    run: DNNRun,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    noise: GradientNoiseScale | None,
+) -> tuple[Position, LossTally]:
+    """Every rank loads the checkpoint this attempt starts from, if any."""
+    checkpoints = run.ctx.checkpoints
+    if checkpoints is None or checkpoints.resume_step is None:
+        return Position.start(), LossTally()
+    state = unpack(checkpoints.load()[STATE_FILE])
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    mine = state["ranks"][run.ctx.rank]
+    if noise is not None and mine["noise"] is not None:
+        noise._true_sq, noise._trace = mine["noise"]
+    torch.set_rng_state(mine["torch_rng"])
+    return Position(**state["position"]), LossTally(mine["loss_total"], mine["loss_examples"])
+
+
+def _save(
+    run: DNNRun,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    position: Position,
+    tally: LossTally,
+    noise: GradientNoiseScale | None,
+) -> None:
+    """Called by every rank at the same update: rank 0 gathers the others' parts and saves."""
+    ctx = run.ctx
+    mine = rank_state(tally.total, tally.examples, noise)
+    ranks: list[dict[str, Any] | None] = [mine]
+    if ctx.world_size > 1:
+        ranks = [None] * ctx.world_size
+        dist.all_gather_object(ranks, mine)
+    if ctx.is_chief and ctx.checkpoints is not None:
+        state = {
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "position": dataclasses.asdict(position),
+            "ranks": ranks,
+        }
+        ctx.checkpoints.save(position.update, {STATE_FILE: pack(state)})
 
 
 def _any_rank(flag: bool) -> bool:

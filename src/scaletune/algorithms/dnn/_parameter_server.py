@@ -12,6 +12,8 @@ ahead of the slowest one."""
 from __future__ import annotations
 
 import contextlib
+import copy
+import dataclasses
 import os
 import socket
 import threading
@@ -102,7 +104,9 @@ class ParameterServer:
         host: str,
         port: int,
         authkey: bytes,
+        resume: dict[str, Any] | None = None,
     ) -> None:
+        """`resume`: a `state()` taken earlier, restored before any worker connects."""
         self._model = model
         self._optimizer = optimizer
         self._schedule = schedule
@@ -124,6 +128,8 @@ class ParameterServer:
         self._closing = False
         self._sockets: list[socket.socket] = []
         self._threads: list[threading.Thread] = []
+        if resume is not None:
+            self._restore(resume)
         self._listener = socket.create_server((host, port))
         self.port = int(self._listener.getsockname()[1])
         self._listener.settimeout(ACCEPT_POLL_SECONDS)
@@ -133,6 +139,22 @@ class ParameterServer:
     def snapshot(self) -> torch.Tensor:
         with self._state:
             return parameters_to_vector(self._model.parameters()).detach().clone()
+
+    def state(self) -> dict[str, Any]:
+        """What a checkpoint needs of the server: weights, optimiser, version, statistics."""
+        with self._state:
+            return {
+                "model": {k: v.clone() for k, v in self._model.state_dict().items()},
+                "optimizer": copy.deepcopy(self._optimizer.state_dict()),
+                "version": self._version,
+                "statistics": dataclasses.asdict(self._statistics),
+            }
+
+    def _restore(self, state: dict[str, Any]) -> None:
+        self._model.load_state_dict(state["model"])
+        self._optimizer.load_state_dict(state["optimizer"])
+        self._version = int(state["version"])
+        self._statistics = EpochStatistics(**state["statistics"])
 
     def take_statistics(self) -> EpochStatistics:
         with self._state:
@@ -213,12 +235,10 @@ class ParameterServer:
 
     def _push(self, rank: int, push: Push) -> Weights | Abort:
         with self._state:
-            self._statistics.loss_sum += push.loss_sum
-            self._statistics.examples += push.examples
-            self._statistics.staleness.append(self._version - push.version)
             self._stop = self._stop or push.stop_wanted
             if self._synchronous:
                 return self._push_sync(rank, push)
+            self._count(push)
             self._apply([push.gradient])
             self._clocks[rank] += 1
             if self._bound is not None:
@@ -237,11 +257,20 @@ class ParameterServer:
 
     def _complete_round_if_ready(self) -> None:
         if self._pending and len(self._pending) >= len(self._clocks):
+            # Counted with its round, not on arrival: a checkpoint taken between two rounds
+            # must not hold part of the next one.
+            for rank in sorted(self._pending):
+                self._count(self._pending[rank])
             # Summed in rank order, so the result does not depend on arrival order.
             self._apply([self._pending[rank].gradient for rank in sorted(self._pending)])
             self._pending.clear()
             self._round_stop = self._stop
             self._state.notify_all()
+
+    def _count(self, push: Push) -> None:
+        self._statistics.loss_sum += push.loss_sum
+        self._statistics.examples += push.examples
+        self._statistics.staleness.append(self._version - push.version)
 
     def _within_bound(self, rank: int) -> bool:
         return self._clocks[rank] - min(self._clocks.values()) <= (self._bound or 0)

@@ -4,10 +4,17 @@ back."""
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
+from typing import Any
+
 import torch
 from torch import nn
 from torch.nn.utils import vector_to_parameters
 
+from scaletune.worker import WorkerContext
+
+from ._checkpoint import STATE_FILE, Position, pack, unpack
 from ._common import backward, make_optimizer, micro_batch_loss
 from ._parameter_server import ParameterServer, ParameterServerClient
 from ._run import DNNRun
@@ -23,6 +30,8 @@ def train_parameter_server(
     rendezvous = ctx.task.rendezvous
     authkey = f"scaletune:{ctx.task.job_id}".encode()
     server: ParameterServer | None = None
+    resumed = _resumed_state(run)
+    position = Position.start() if resumed is None else Position(**resumed["position"])
     if ctx.is_chief:
         server_model = run.new_model().cpu()
         # Asynchronously every worker's push is an update of its own: N per worker step.
@@ -37,6 +46,7 @@ def train_parameter_server(
             host=rendezvous.master_addr,
             port=rendezvous.master_port,
             authkey=authkey,
+            resume=None if resumed is None else resumed["server"],
         )
     try:
         client = ParameterServerClient(
@@ -46,11 +56,11 @@ def train_parameter_server(
             model = run.new_model().cpu()
             scoring_model = run.new_model().cpu() if server is not None else None
             stop = client.pull_initial(model)
-            epoch = 0
+            epoch, update = position.epoch - 1, position.update
             while not stop and epoch < hyperparameters.epochs:
                 epoch += 1
-                pushed = 0
-                for micro_batches in plan.updates(run.train, epoch):
+                pushed = position.index if epoch == position.epoch else 0
+                for micro_batches in itertools.islice(plan.updates(run.train, epoch), pushed, None):
                     model.zero_grad(set_to_none=True)
                     loss_sum, examples = 0.0, 0
                     for rows in micro_batches:
@@ -60,6 +70,9 @@ def train_parameter_server(
                         examples += len(rows)
                     stop = client.push(model, loss_sum, examples, ctx.stop_requested())
                     pushed += 1
+                    update += 1
+                    if server is not None and _due(ctx, update, stop):
+                        _save(ctx, server, Position(epoch, pushed, update))
                     if stop:
                         break
                 # A partial epoch is not reported as if it were whole.
@@ -77,6 +90,30 @@ def train_parameter_server(
     finally:
         if server is not None:
             server.close()
+
+
+def _resumed_state(run: DNNRun) -> dict[str, Any] | None:
+    """Every rank reads where the checkpoint left off; rank 0 also restores the server."""
+    checkpoints = run.ctx.checkpoints
+    if checkpoints is None or checkpoints.resume_step is None:
+        return None
+    return unpack(checkpoints.load()[STATE_FILE])
+
+
+def _due(ctx: WorkerContext, update: int, stop: bool) -> bool:
+    """Rank 0 alone decides: the server's state (in its process) is the whole checkpoint.
+    Synchronously the server is between two rounds when rank 0 has its reply, so the state
+    is exactly that after `update` rounds; asynchronously it is a moment's state."""
+    checkpoints = ctx.checkpoints
+    if checkpoints is None:
+        return False
+    return stop or checkpoints.step_due(update) or checkpoints.time_due()
+
+
+def _save(ctx: WorkerContext, server: ParameterServer, position: Position) -> None:
+    if ctx.checkpoints is not None:
+        state = {"server": server.state(), "position": dataclasses.asdict(position)}
+        ctx.checkpoints.save(position.update, {STATE_FILE: pack(state)})
 
 
 def _load(model: nn.Module, values: torch.Tensor) -> None:

@@ -21,7 +21,16 @@ from typing import IO
 
 import numpy as np
 
-from scaletune.reporting import REPORT_ENV, REPORT_PREFIX
+from scaletune.reporting import (
+    CHECKPOINT_DIR_ENV,
+    CHECKPOINT_KEEP_ENV,
+    CHECKPOINT_PREFIX,
+    CHECKPOINT_ROOT_ENV,
+    CHECKPOINT_SAVES_ENV,
+    CHECKPOINT_STEP_ENV,
+    REPORT_ENV,
+    REPORT_PREFIX,
+)
 from scaletune.spec import MetricDefinition, ScriptSpec
 from scaletune.worker import WorkerContext
 
@@ -42,7 +51,11 @@ def run_script(ctx: WorkerContext) -> None:
         environment = _environment(ctx, script, folder)
         command = _command(script, ctx.task.hyperparameters.model_dump(), folder)
         reporting = ctx.rank == ctx.task.reporting_rank
-        parser = _OutputParser(ctx, script.metric_definitions) if reporting else None
+        parser = (
+            _OutputParser(ctx, script.metric_definitions, reporting)
+            if reporting or ctx.is_chief
+            else None
+        )
         process = subprocess.Popen(
             command,
             cwd=script.source_dir,
@@ -57,7 +70,7 @@ def run_script(ctx: WorkerContext) -> None:
             _reader(process.stdout, sys.stdout, parser.feed if parser else None),
             _reader(process.stderr, sys.stderr, tail.append),
         ]
-        stopped = _wait(process, ctx)
+        stopped = _wait(process, ctx, _Autosave(ctx, folder / "checkpoint", parser))
         for reader in readers:
             reader.join()
     if stopped:
@@ -70,7 +83,32 @@ def run_script(ctx: WorkerContext) -> None:
         )
 
 
-def _wait(process: subprocess.Popen[bytes], ctx: WorkerContext) -> bool:
+class _Autosave:
+    """A script that never calls `scaletune.checkpoint()` has its checkpoint folder saved
+    every `checkpoint.every_seconds` (rank 0's), as the files are at that moment."""
+
+    def __init__(self, ctx: WorkerContext, folder: Path, parser: _OutputParser | None) -> None:
+        self._ctx, self._folder, self._parser = ctx, folder, parser
+
+    def __call__(self) -> None:
+        checkpoints = self._ctx.checkpoints
+        parser = self._parser
+        if not self._ctx.is_chief or checkpoints is None or parser is None:
+            return
+        if parser.script_checkpoints or not checkpoints.time_due():
+            return
+        files = {
+            path.relative_to(self._folder).as_posix(): path.read_bytes()
+            for path in sorted(self._folder.rglob("*"))
+            if path.is_file()
+        }
+        if files:
+            checkpoints.save(parser.last_step or 0, files)
+
+
+def _wait(
+    process: subprocess.Popen[bytes], ctx: WorkerContext, autosave: Callable[[], None]
+) -> bool:
     """Wait for the script; if the controller asks to stop, SIGTERM its process group, then
     SIGKILL. True when it was stopped."""
     while True:
@@ -79,6 +117,7 @@ def _wait(process: subprocess.Popen[bytes], ctx: WorkerContext) -> bool:
             return False
         except subprocess.TimeoutExpired:
             pass
+        autosave()
         if ctx.stop_requested():
             _signal_group(process, signal.SIGTERM)
             try:
@@ -133,6 +172,7 @@ def _environment(ctx: WorkerContext, script: ScriptSpec, folder: Path) -> dict[s
     )
     (folder / "model").mkdir()
     (folder / "tmp").mkdir()
+    environment.update(_checkpoint_variables(ctx, folder / "checkpoint"))
     environment.update(_tracker_variables(ctx))
     environment["SCALETUNE_SHARD_INDEX"] = str(ctx.rank)
     environment["SCALETUNE_SHARD_COUNT"] = str(ctx.world_size)
@@ -149,6 +189,27 @@ def _environment(ctx: WorkerContext, script: ScriptSpec, folder: Path) -> dict[s
         if channel.source is not None:  # for scripts that read the original files themselves
             environment[f"{key}_SOURCE"] = str(channel.source)
     return environment
+
+
+def _checkpoint_variables(ctx: WorkerContext, folder: Path) -> dict[str, str]:
+    """The script's checkpoint folder, with the checkpoint to resume from restored in it
+    (on every rank: each loads what rank 0 saved, as DDP scripts expect)."""
+    folder.mkdir()
+    checkpoints = ctx.checkpoints
+    if checkpoints is None:
+        return {}
+    variables = {
+        CHECKPOINT_DIR_ENV: str(folder),
+        CHECKPOINT_ROOT_ENV: checkpoints.plan.root,
+        CHECKPOINT_KEEP_ENV: str(checkpoints.plan.keep),
+        CHECKPOINT_SAVES_ENV: "1" if ctx.is_chief else "0",
+    }
+    if checkpoints.resume_step is not None:
+        for name, content in checkpoints.load().items():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_bytes(content)
+        variables[CHECKPOINT_STEP_ENV] = str(checkpoints.resume_step)
+    return variables
 
 
 def _tracker_variables(ctx: WorkerContext) -> dict[str, str]:
@@ -198,12 +259,27 @@ def _reader(
 class _OutputParser:
     """Rank 0's stdout: report lines, and lines the metric definitions match."""
 
-    def __init__(self, ctx: WorkerContext, definitions: list[MetricDefinition]) -> None:
+    def __init__(
+        self, ctx: WorkerContext, definitions: list[MetricDefinition], reporting: bool
+    ) -> None:
         self._ctx = ctx
+        self._reporting = reporting  # its reports count; otherwise only checkpoints are read
         self._patterns = [(d.name, re.compile(d.regex)) for d in definitions]
         self._counts: dict[str, int] = collections.Counter()
+        self.last_step: int | None = None
+        self.script_checkpoints = False  # it saves its own (scaletune.checkpoint)
 
     def feed(self, line: str) -> None:
+        if line.startswith(CHECKPOINT_PREFIX):
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                payload = json.loads(line[len(CHECKPOINT_PREFIX) :])
+                step, seconds = int(payload["step"]), float(payload["seconds"])
+                self.script_checkpoints = True
+                if self._ctx.checkpoints is not None:
+                    self._ctx.checkpoints.saved_by_program(step, seconds)
+                return
+        if not self._reporting:
+            return
         if line.startswith(REPORT_PREFIX):
             try:
                 payload = json.loads(line[len(REPORT_PREFIX) :])
@@ -211,6 +287,7 @@ class _OutputParser:
             except (ValueError, KeyError, TypeError):
                 pass  # not a report after all: an ordinary line, for the regexes below
             else:
+                self.last_step = step
                 self._ctx.report(step, **metrics)
                 return
         for name, pattern in self._patterns:
@@ -225,4 +302,5 @@ class _OutputParser:
                 continue
             self._counts[name] += 1
             step = int(groups["step"]) if groups.get("step") else self._counts[name]
+            self.last_step = step
             self._ctx.report(step, **{name: value})

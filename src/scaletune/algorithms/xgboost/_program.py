@@ -16,6 +16,7 @@ from scaletune.worker import WorkerContext
 from ._hyperparameters import XGBoostHyperparameters
 
 MODEL_FILE = "xgboost-model.json"
+CHECKPOINT_FILE = "booster.ubj"  # binary JSON: every float exactly as trained
 
 
 def train_xgboost(ctx: WorkerContext) -> None:
@@ -41,14 +42,19 @@ def train_xgboost(ctx: WorkerContext) -> None:
                     feature_names=list(table.feature_names) if table.feature_names else None,
                 )
         evals = [(matrices[name], name) for name in ("train", "validation") if name in matrices]
-        booster = xgb.train(
-            params,
-            matrices["train"],
-            num_boost_round=hyperparameters.num_round,
-            evals=evals,
-            verbose_eval=False,
-            callbacks=[_ReportEachRound(ctx)],
-        )
+        booster, start = _booster(ctx, params, [matrices["train"], *(m for m, _ in evals)])
+        # xgboost.train's loop, so that a resumed run continues at the same round: with the
+        # same data and workers it grows the very trees an uninterrupted run would.
+        for round_index in range(start, hyperparameters.num_round):
+            booster.update(matrices["train"], iteration=round_index)
+            step = round_index + 1
+            if evals:
+                ctx.report(step, **_parse_eval(booster.eval_set(evals, iteration=round_index)))
+            stop, checkpoint = _agree(ctx, step)
+            if checkpoint or (stop and ctx.checkpoints is not None):
+                _save_checkpoint(ctx, booster, step)
+            if stop:
+                break
         if "test" in matrices:  # evaluation is collective: every rank takes part
             ctx.report(
                 hyperparameters.num_round, **_parse_eval(booster.eval(matrices["test"], "test"))
@@ -60,6 +66,36 @@ def train_xgboost(ctx: WorkerContext) -> None:
         )
 
 
+def _booster(
+    ctx: WorkerContext, params: dict[str, object], cache: list[xgb.DMatrix]
+) -> tuple[xgb.Booster, int]:
+    """A new booster, or the checkpoint's (with the rounds it has) on a resumed attempt."""
+    checkpoints = ctx.checkpoints
+    if checkpoints is None or checkpoints.resume_step is None:
+        return xgb.Booster(params, cache), 0
+    saved = checkpoints.load()[CHECKPOINT_FILE]
+    booster = xgb.Booster(params, cache, model_file=bytearray(saved))
+    return booster, booster.num_boosted_rounds()
+
+
+def _agree(ctx: WorkerContext, step: int) -> tuple[bool, bool]:
+    """Whether to stop, and whether to checkpoint, after this round: the same answer on every
+    rank (one tiny all-reduce), or the next collective would hang."""
+    checkpoints = ctx.checkpoints
+    by_time = checkpoints is not None and checkpoints.time_due()
+    wanted = np.array([int(ctx.stop_requested()), int(by_time)], dtype=np.int32)
+    if ctx.world_size > 1:
+        wanted = collective.allreduce(wanted, collective.Op.MAX)
+    by_count = checkpoints is not None and checkpoints.step_due(step)
+    return bool(wanted[0]), bool(wanted[1]) or by_count
+
+
+def _save_checkpoint(ctx: WorkerContext, booster: xgb.Booster, step: int) -> None:
+    """Rank 0 saves: every rank holds the same booster after each round."""
+    if ctx.is_chief and ctx.checkpoints is not None:
+        ctx.checkpoints.save(step, {CHECKPOINT_FILE: bytes(booster.save_raw("ubj"))})
+
+
 def _parse_eval(line: str) -> dict[str, float]:
     """'[0]\\ttest-auc:0.78\\ttest-logloss:0.3' -> {'test:auc': 0.78, 'test:logloss': 0.3}."""
     metrics = {}
@@ -68,34 +104,3 @@ def _parse_eval(line: str) -> dict[str, float]:
         data, _, metric = key.partition("-")
         metrics[f"{data}:{metric}"] = float(value)
     return metrics
-
-
-class _ReportEachRound(xgb.callback.TrainingCallback):
-    """Rank 0 reports every round's train and validation metrics (step = round)."""
-
-    def __init__(self, ctx: WorkerContext) -> None:
-        super().__init__()
-        self._ctx = ctx
-
-    def after_iteration(
-        self,
-        model: Any,
-        epoch: int,
-        evals_log: dict[str, dict[str, list[float] | list[tuple[float, float]]]],
-    ) -> bool:
-        # Entries are (mean, std) pairs only under cross-validation, which workers never run.
-        metrics = {
-            f"{data}:{metric}": float(values[-1])  # type: ignore[arg-type]
-            for data, by_metric in evals_log.items()
-            for metric, values in by_metric.items()
-        }
-        self._ctx.report(epoch + 1, **metrics)
-        return self._stop_agreed()
-
-    def _stop_agreed(self) -> bool:
-        """Every rank must stop at the same round, or the next collective would hang."""
-        wanted = self._ctx.stop_requested()
-        if self._ctx.world_size == 1:
-            return wanted
-        agreed = collective.allreduce(np.array([int(wanted)], dtype=np.int32), collective.Op.MAX)
-        return bool(agreed[0])

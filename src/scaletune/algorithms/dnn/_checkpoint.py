@@ -1,0 +1,52 @@
+"""What a DNN checkpoint holds, and where in the data a resumed attempt picks up.
+
+A step is an optimiser update. The batch order is a function of (seed, epoch, rank), so the
+position in the shuffled order is (epoch, updates done in it): a resumed attempt skips that
+many updates of the epoch's order and goes on with the same batches an uninterrupted run
+would. Rank 0 saves; what differs per rank (its share of the epoch's loss, its gradient-noise
+estimates, its RNG) is gathered into the same file."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+STATE_FILE = "state.pt"
+
+
+@dataclass(frozen=True)
+class Position:
+    epoch: int  # the epoch under way (1-based)
+    index: int  # updates already done in it
+    update: int  # updates done in all
+
+    @classmethod
+    def start(cls) -> Position:
+        return cls(epoch=1, index=0, update=0)
+
+
+def pack(state: dict[str, Any]) -> bytes:
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    return buffer.getvalue()
+
+
+def unpack(content: bytes) -> dict[str, Any]:
+    # weights_only=False: the file holds plain Python values beside tensors; it is one this
+    # job wrote, read back only after its digest matched the manifest.
+    state = torch.load(io.BytesIO(content), map_location="cpu", weights_only=False)
+    assert isinstance(state, dict)
+    return state
+
+
+def rank_state(tally_total: float, tally_examples: int, noise: Any) -> dict[str, Any]:
+    """This rank's part of a checkpoint."""
+    return {
+        "loss_total": tally_total,
+        "loss_examples": tally_examples,
+        "noise": None if noise is None else (noise._true_sq, noise._trace),
+        "torch_rng": torch.get_rng_state(),
+    }

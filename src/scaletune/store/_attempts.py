@@ -1,0 +1,95 @@
+"""Every attempt of a training job: when it ran, how it ended, where it resumed from."""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine, insert, select, update
+
+from scaletune.store._records import AttemptRecord, JobStatus
+from scaletune.store._schema import job_attempts
+
+
+class AttemptLog:
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def start(
+        self,
+        job_id: str,
+        number: int,
+        start_time: float,
+        *,
+        resumed_from_step: int | None = None,
+        steps_redone: int | None = None,
+    ) -> None:
+        with self._engine.begin() as conn:
+            conn.execute(
+                insert(job_attempts).values(
+                    job_id=job_id,
+                    number=number,
+                    start_time=start_time,
+                    status=JobStatus.IN_PROGRESS.value,
+                    retried=False,
+                    resumed_from_step=resumed_from_step,
+                    steps_redone=steps_redone,
+                    checkpoint_step=resumed_from_step,
+                )
+            )
+
+    def set_checkpoint(self, job_id: str, number: int, step: int) -> None:
+        self._update(job_id, number, checkpoint_step=step)
+
+    def end(
+        self,
+        job_id: str,
+        number: int,
+        *,
+        status: JobStatus,
+        end_time: float,
+        reason: str | None,
+        retried: bool = False,
+    ) -> None:
+        self._update(
+            job_id, number, status=status.value, end_time=end_time, reason=reason, retried=retried
+        )
+
+    def end_abandoned(self, job_id: str, status: JobStatus, reason: str, end_time: float) -> None:
+        """The attempt a dead controller left running ends with its job."""
+        with self._engine.begin() as conn:
+            conn.execute(
+                update(job_attempts)
+                .where(
+                    job_attempts.c.job_id == job_id,
+                    job_attempts.c.status == JobStatus.IN_PROGRESS.value,
+                )
+                .values(status=status.value, end_time=end_time, reason=reason)
+            )
+
+    def of(self, job_id: str) -> list[AttemptRecord]:
+        query = (
+            select(job_attempts)
+            .where(job_attempts.c.job_id == job_id)
+            .order_by(job_attempts.c.number)
+        )
+        with self._engine.connect() as conn:
+            return [
+                AttemptRecord(
+                    number=row.number,
+                    start_time=row.start_time,
+                    end_time=row.end_time,
+                    status=JobStatus(row.status),
+                    reason=row.reason,
+                    retried=bool(row.retried),
+                    resumed_from_step=row.resumed_from_step,
+                    steps_redone=row.steps_redone,
+                    checkpoint_step=row.checkpoint_step,
+                )
+                for row in conn.execute(query)
+            ]
+
+    def _update(self, job_id: str, number: int, **values: object) -> None:
+        with self._engine.begin() as conn:
+            conn.execute(
+                update(job_attempts)
+                .where(job_attempts.c.job_id == job_id, job_attempts.c.number == number)
+                .values(**values)
+            )

@@ -1,0 +1,47 @@
+"""Creating a store, or bringing an older one up to this version in place."""
+
+from __future__ import annotations
+
+from sqlalchemy import insert, inspect, select, text, update
+from sqlalchemy.engine import Connection
+
+from scaletune.store._schema import (
+    SCHEMA_VERSION,
+    TRAINING_JOB_COLUMNS_V2,
+    meta,
+    metadata,
+    training_jobs,
+)
+
+
+def open_schema(conn: Connection) -> str | None:
+    """Create the tables in an empty database, or migrate an older store step by step;
+    returns the schema version found at the end (the caller refuses one it cannot read)."""
+    if not inspect(conn).has_table(meta.name):
+        metadata.create_all(conn)
+        conn.execute(insert(meta).values(key="schema_version", value=str(SCHEMA_VERSION)))
+        return str(SCHEMA_VERSION)
+    found = conn.execute(select(meta.c.value).where(meta.c.key == "schema_version"))
+    version = found.scalar_one_or_none()
+    if version == "1":  # add what version 2 brought: tuning jobs
+        for column, sql_type in TRAINING_JOB_COLUMNS_V2:
+            conn.execute(text(f"ALTER TABLE training_jobs ADD COLUMN {column} {sql_type}"))
+        metadata.create_all(conn)  # the new tables
+        for index in training_jobs.indexes:  # and the new columns' indexes
+            index.create(conn, checkfirst=True)
+        version = _set_version(conn, "2")
+    if version == "2":  # version 3 brought the rejected_metrics table
+        metadata.create_all(conn)
+        version = _set_version(conn, "3")
+    if version == "3":  # version 4: when a job's workers began to wait for room
+        conn.execute(text("ALTER TABLE training_jobs ADD COLUMN waiting_since FLOAT"))
+        version = _set_version(conn, "4")
+    if version == "4":  # version 5: the job_attempts table
+        metadata.create_all(conn)
+        version = _set_version(conn, "5")
+    return version
+
+
+def _set_version(conn: Connection, version: str) -> str:
+    conn.execute(update(meta).where(meta.c.key == "schema_version").values(value=version))
+    return version

@@ -1,0 +1,183 @@
+"""One attempt of a job, watched to its end: reports into the store, stops, the deadline,
+workers that fail, die or fall silent; and which of those endings a retry can mend."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from scaletune.clock import Clock
+from scaletune.cluster import Group
+from scaletune.spec import TrainingJobSpec
+from scaletune.store import JobStatus, MetricPoint, RejectedMetric, Store
+from scaletune.training._stopper import Stopper
+from scaletune.worker import CheckpointSaved, Exited, Failed, Finished, LogOutput, Report
+
+ROOT_CAUSE_SECONDS = 0.5
+
+
+class Fault:
+    """Why an attempt failed, as the retry policy sees it."""
+
+    INFRASTRUCTURE = "infrastructure"  # a worker killed, lost or silent; a start that broke
+    PROGRAM = "program"  # the training program raised
+    CONTROLLER = "controller"  # scaletune itself: never retried
+
+
+@dataclass(frozen=True)
+class Ending:
+    status: JobStatus
+    reason: str | None = None
+    fault: str | None = None  # for a Failed ending: which kind (Fault)
+
+
+@dataclass
+class AttemptState:
+    """What the controller learns while an attempt runs."""
+
+    number: int
+    last_step: int | None = None  # the highest step reported
+    final_metrics: dict[str, float] = field(default_factory=dict)
+    pending: list[MetricPoint] = field(default_factory=list)  # reports not yet in the store
+
+
+@dataclass
+class Timing:
+    """How often the controller looks, and how long a stopped program has to end."""
+
+    poll_seconds: float
+    stop_check_seconds: float
+    metrics_flush_seconds: float
+    stop_grace_seconds: float
+
+
+def supervise(
+    *,
+    job_id: str,
+    spec: TrainingJobSpec,
+    log_path: Callable[[int], Path],
+    store: Store,
+    clock: Clock,
+    timing: Timing,
+    group: Group,
+    stop: Stopper,
+    started: float,
+    state: AttemptState,
+    on_report: Callable[[Report], None],
+) -> Ending:
+    deadline = started + spec.max_runtime_seconds
+    heartbeat_timeout = spec.retry.heartbeat_timeout_seconds
+    next_stop_check = next_flush = clock.monotonic()
+    finished: set[int] = set()
+    stopping: Ending | None = None  # set once the workers were asked to stop
+    grace_ends = float("inf")
+    while len(finished) < spec.instance_count:
+        now = clock.monotonic()
+        failures: list[Failed | Exited] = []
+        wait = min(timing.poll_seconds, max(min(deadline, grace_ends) - now, 0.0))
+        for event in group.poll(wait):
+            if isinstance(event, Report):
+                for name, value in event.metrics.items():
+                    state.pending.append(MetricPoint(name, event.step, value, event.time))
+                    state.final_metrics[name] = value
+                state.last_step = max(state.last_step or event.step, event.step)
+                if event.rejected:  # rare: written at once
+                    store.append_rejected(
+                        job_id,
+                        [
+                            RejectedMetric(name, event.step, text, event.time)
+                            for name, text in event.rejected.items()
+                        ],
+                    )
+                on_report(event)
+            elif isinstance(event, CheckpointSaved):
+                store.attempts.set_checkpoint(job_id, state.number, event.step)
+            elif isinstance(event, LogOutput):
+                append_log(log_path, event)
+            elif isinstance(event, Finished):
+                finished.add(event.rank)
+            elif isinstance(event, Failed | Exited):
+                failures.append(event)
+        if failures:
+            return failure(_with_root_cause(log_path, group, failures))
+        now = clock.monotonic()
+        silent = group.silent_ranks(heartbeat_timeout)
+        if silent:
+            return Ending(
+                JobStatus.FAILED,
+                f"worker {silent[0]} sent nothing for {heartbeat_timeout:g} s (stopped, hung "
+                "or its machine lost; retry.heartbeat_timeout_seconds)",
+                Fault.INFRASTRUCTURE,
+            )
+        if now >= next_flush:
+            next_flush = now + timing.metrics_flush_seconds
+            store.append_metrics(job_id, state.pending)
+            state.pending.clear()
+        if stopping is not None:
+            if now >= grace_ends:  # the program did not stop by itself: it is killed
+                return stopping
+            continue
+        if stop.is_set():
+            stopping = Ending(stop.status, stop.reason)
+        elif now >= next_stop_check and store.is_stop_requested(job_id):
+            stopping = Ending(JobStatus.STOPPED, "stop requested")
+        elif now >= deadline:
+            stopping = Ending(
+                JobStatus.STOPPED, f"max_runtime_seconds={spec.max_runtime_seconds:g} reached"
+            )
+        if now >= next_stop_check:
+            next_stop_check = now + timing.stop_check_seconds
+        if stopping is not None:
+            # Ask first: a program that checks ends cleanly at its next step (saving a
+            # checkpoint, where the job keeps them) and its workers stay warm.
+            group.request_stop()
+            grace_ends = now + (stop.grace_seconds or timing.stop_grace_seconds)
+    return stopping or Ending(JobStatus.COMPLETED)
+
+
+def _with_root_cause(
+    log_path: Callable[[int], Path], group: Group, failures: list[Failed | Exited]
+) -> list[Failed | Exited]:
+    """A worker's death makes its peers' collectives fail: give a death time to show
+    (and the workers' last output time to reach the log)."""
+    if not any(isinstance(event, Exited) for event in failures):
+        for event in group.poll(ROOT_CAUSE_SECONDS):
+            if isinstance(event, Exited):
+                failures.append(event)
+            elif isinstance(event, LogOutput):
+                append_log(log_path, event)
+    return failures
+
+
+def failure(failures: list[Failed | Exited]) -> Ending:
+    """The job's reason: a worker that died if any (the cause), else the first error."""
+    died = [event for event in failures if isinstance(event, Exited)]
+    if died:
+        event = died[0]
+        return Ending(
+            JobStatus.FAILED,
+            f"worker {event.rank} exited unexpectedly "
+            f"({event.reason or _exit_text(event.exitcode)})",
+            Fault.INFRASTRUCTURE,
+        )
+    first = failures[0]
+    assert isinstance(first, Failed)
+    return Ending(JobStatus.FAILED, f"worker {first.rank} failed: {first.error}", Fault.PROGRAM)
+
+
+def append_log(log_path: Callable[[int], Path], event: LogOutput) -> None:
+    with log_path(event.rank).open("a", encoding="utf-8") as log:
+        log.write(event.text)
+
+
+def _exit_text(exitcode: int | None) -> str:
+    if exitcode is None:
+        return "exit status unknown"
+    if exitcode < 0:
+        try:
+            return f"killed by {signal.Signals(-exitcode).name}"
+        except ValueError:
+            return f"killed by signal {-exitcode}"
+    return f"exit code {exitcode}"

@@ -1,0 +1,64 @@
+"""A DNN worker killed mid-epoch: the job resumes from its checkpoint (model, optimiser,
+schedule, position in the shuffled order) and ends where an uninterrupted run ends."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from scaletune.api import Session
+from scaletune.spec import training_spec_from_dict
+from scaletune.store import JobStatus, TrainingJobRecord
+from scaletune.worker import WorkerProgram
+from tests.cluster import programs
+from tests.jobs import run_job
+
+DIGITS = {"dataset": "digits"}
+
+
+def _run(
+    session: Session, distribution: dict[str, Any], program: WorkerProgram | None = None
+) -> TrainingJobRecord:
+    spec = training_spec_from_dict(
+        {
+            "algorithm": "dnn",
+            "instance_count": 2,
+            "distribution": distribution,
+            "hyperparameters": {
+                "hidden_units": 32,
+                "batch_size": 16,
+                "learning_rate": 0.05,
+                "momentum": 0.9,
+                "epochs": 3,
+                "warmup_epochs": 1,
+            },
+            "channels": {"train": DIGITS, "validation": DIGITS},
+            "checkpoint": {"every_steps": 15, "every_seconds": None},
+        }
+    )
+    return run_job(session, spec, program)
+
+
+@pytest.mark.parametrize(
+    "distribution",
+    [{"strategy": "allreduce"}, {"strategy": "parameter_server", "mode": "sync"}],
+    ids=["allreduce", "parameter-server-sync"],
+)
+def test_a_killed_dnn_worker_resumes_from_its_checkpoint_and_matches(
+    session: Session, distribution: dict[str, Any]
+) -> None:
+    plain = _run(session, distribution)
+    record = _run(session, distribution, programs.dnn_rank1_killed_on_first_attempt)
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    first, second = session.store.attempts.of(record.id)
+    assert first.reason == "worker 1 exited unexpectedly (killed by SIGKILL)"
+    assert second.resumed_from_step is not None and second.resumed_from_step % 15 == 0
+    curve = [(p.step, p.value) for p in session.store.metrics(record.id, "validation:accuracy")]
+    expected = [(p.step, p.value) for p in session.store.metrics(plain.id, "validation:accuracy")]
+    assert [step for step, _ in curve] == [1, 2, 3]  # no epoch reported twice
+    # Synchronous modes resume exactly: the same curve, to float noise.
+    assert [value for _, value in curve] == pytest.approx([v for _, v in expected], abs=1e-6)
+    assert record.final_metrics["train:loss"] == pytest.approx(
+        plain.final_metrics["train:loss"], rel=1e-5
+    )

@@ -1,0 +1,52 @@
+"""Users' scripts keep their own checkpoints: `$SCALETUNE_CHECKPOINT_DIR` restored on every
+rank of a retried attempt, saved by rank 0's `scaletune.checkpoint(step)`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scaletune.api import Session
+from scaletune.spec import TrainingJobSpec, load_training_spec
+from scaletune.store import JobStatus, TrainingJobRecord
+from scaletune.worker import WorkerProgram
+from tests.cluster import programs
+from tests.jobs import run_job
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+def _run(
+    session: Session, spec: TrainingJobSpec, program: WorkerProgram | None = None
+) -> TrainingJobRecord:
+    return run_job(session, spec, program)
+
+
+def _curve(session: Session, record: TrainingJobRecord, name: str) -> list[tuple[int, float]]:
+    return [(p.step, p.value) for p in session.store.metrics(record.id, name)]
+
+
+@pytest.mark.parametrize(
+    ("example", "overrides", "metric"),
+    [
+        ("script-ddp.toml", ["hyperparameters.epochs=8"], "validation:accuracy"),
+        ("script-xgboost.toml", ["hyperparameters.num_round=40"], "validation:auc"),
+    ],
+    ids=["pytorch-ddp", "xgboost"],
+)
+def test_a_script_example_resumes_from_its_own_checkpoint(
+    session: Session, example: str, overrides: list[str], metric: str
+) -> None:
+    spec = load_training_spec(EXAMPLES / example, overrides)
+    plain = _run(session, spec)
+    record = _run(session, spec, programs.script_rank1_killed_after_two_checkpoints)
+
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    first, second = session.store.attempts.of(record.id)
+    assert first.reason == "worker 1 exited unexpectedly (killed by SIGKILL)"
+    assert first.checkpoint_step is not None and first.checkpoint_step >= 2
+    assert second.resumed_from_step is not None and second.resumed_from_step >= 2
+    curve, expected = _curve(session, record, metric), _curve(session, plain, metric)
+    assert [step for step, _ in curve] == [step for step, _ in expected]  # each step once
+    assert [value for _, value in curve] == pytest.approx([v for _, v in expected], abs=1e-6)

@@ -1,0 +1,92 @@
+"""SIGTERM to `scaletune train` (a preempted machine) saves a checkpoint and stops the job;
+`scaletune jobs resume` continues it to the model an uninterrupted run gives."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from scaletune.api import Estimator, Session
+from tests.cli.test_cli import _cli, _metrics_exist
+from tests.conftest import pid_alive, wait_until
+
+JOB = """\
+algorithm = "xgboost"
+instance_count = 2
+[hyperparameters]
+num_round = 1500
+max_depth = 2
+eval_metric = "auc"
+[channels.train]
+dataset = "breast-cancer"
+[channels.validation]
+dataset = "breast-cancer"
+[checkpoint]
+every_steps = 1000
+"""
+
+
+def test_sigterm_checkpoints_and_stops_then_resume_finishes_the_same_model(
+    store_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job_file = tmp_path / "long.toml"
+    job_file.write_text(JOB)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "scaletune", "train", str(job_file), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
+    try:
+        parent = psutil.Process(process.pid)
+        wait_until(lambda: len(parent.children()) == 2, timeout=60)
+        workers = [child.pid for child in parent.children()]
+        wait_until(lambda: _metrics_exist(store_path), timeout=60)
+        process.send_signal(signal.SIGTERM)
+        out, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 1
+    stopped = json.loads(out)
+    assert stopped["status"] == "Stopped"
+    assert stopped["failure_reason"].startswith("SIGTERM: stopped at a checkpoint")
+    saved_at = stopped["attempts"][0]["checkpoint_step"]
+    assert saved_at is not None and 0 < saved_at < 1000  # at the stop, not by the count
+    assert not any(pid_alive(pid) for pid in workers)
+
+    code, out, err = _cli(capsys, "jobs", "resume", stopped["id"], "--json")
+    resumed = json.loads(out)
+    assert code == 0, (resumed["failure_reason"], resumed["attempts"])
+    assert resumed["id"] == stopped["id"] and resumed["status"] == "Completed"
+    first, second = resumed["attempts"]
+    assert (first["status"], second["status"]) == ("Stopped", "Completed")
+    assert second["resumed_from_step"] == saved_at
+    assert resumed["billable_seconds"] > stopped["billable_seconds"]  # both attempts count
+
+    with Session(store_path) as session:
+        steps = [p.step for p in session.store.metrics(resumed["id"], "validation:auc")]
+        plain = Estimator(
+            "xgboost",
+            {"num_round": 1500, "max_depth": 2, "eval_metric": "auc"},
+            instance_count=2,
+            session=session,
+        ).fit({"train": {"dataset": "breast-cancer"}, "validation": {"dataset": "breast-cancer"}})
+        expected = plain.describe().final_metrics["validation:auc"]
+    assert steps == list(range(1, 1501))  # each round once
+    assert resumed["final_metrics"]["validation:auc"] == pytest.approx(expected, abs=1e-9)
+
+    code, _, err = _cli(capsys, "jobs", "resume", stopped["id"])
+    assert code == 2
+    assert err.strip().endswith("is Completed: only a Stopped or Failed job resumes")
+    code, _, err = _cli(capsys, "jobs", "resume", "no-such-job")
+    assert code == 2 and "no training job with id 'no-such-job'" in err

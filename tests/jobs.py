@@ -1,0 +1,44 @@
+"""Running a real job whose workers run a test's program (one that kills itself at a known
+step, say) in place of its algorithm's, everything else as the algorithm prepared it."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from pydantic import BaseModel
+
+from scaletune.algorithms import Algorithm
+from scaletune.api import Session
+from scaletune.cluster import Group
+from scaletune.spec import TrainingJobSpec
+from scaletune.store import TrainingJobRecord
+from scaletune.worker import WorkerProgram
+
+
+class ProgramOverride(Algorithm):
+    def __init__(self, algorithm: Algorithm, program: WorkerProgram) -> None:
+        self._algorithm, self._program = algorithm, program
+
+    def wants_xgboost_tracker(self, spec: TrainingJobSpec) -> bool:
+        return self._algorithm.wants_xgboost_tracker(spec)
+
+    def full_resource(self, hyperparameters: BaseModel) -> int | None:
+        return self._algorithm.full_resource(hyperparameters)
+
+    @property
+    def program(self) -> WorkerProgram:
+        return self._program
+
+
+def run_job(
+    session: Session,
+    spec: TrainingJobSpec,
+    program: WorkerProgram | None = None,
+    on_started: Callable[[Group], None] | None = None,
+) -> TrainingJobRecord:
+    """Prepare and run `spec` to its end, its workers running `program` if given."""
+    job = session.controller.prepare(spec)
+    if program is not None:
+        job = dataclasses.replace(job, algorithm=ProgramOverride(job.algorithm, program))
+    return session.controller.run(job, on_started=on_started)
