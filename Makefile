@@ -43,6 +43,9 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.dnn_modes --epochs 5
 	$(BIN)/python -m benchmarks.dnn_overhead
 	$(BIN)/python -m benchmarks.script_overhead
+	$(BIN)/python -m benchmarks.checkpoint_overhead
+	$(BIN)/python -m benchmarks.fault_recovery
+	$(BIN)/python -m benchmarks.fault_injection
 
 $(BENCH_STAMP): pyproject.toml $(BENCH_REQUIREMENTS) $(BENCH_CONSTRAINTS)
 	$(PYTHON) -m venv $(BENCH_VENV)

@@ -26,7 +26,8 @@ SETTINGS: dict[str, dict[str, Any]] = {
 }
 
 
-def _jobs(bank: Path, mnist: Path, epochs: int) -> dict[str, dict[str, Any]]:
+def _jobs(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    bank, mnist, epochs = args.bank, args.mnist, args.epochs
     return {
         "xgboost": {
             "algorithm": "xgboost",
@@ -35,6 +36,7 @@ def _jobs(bank: Path, mnist: Path, epochs: int) -> dict[str, dict[str, Any]]:
             "channel": {"dataset": "bank-marketing", "dataset_file": str(bank)},
             "dense": {"every_steps": 10},
             "dense_name": "every 10 rounds",
+            "repeats": args.repeats,
         },
         "dnn": {
             "algorithm": "dnn",
@@ -43,6 +45,7 @@ def _jobs(bank: Path, mnist: Path, epochs: int) -> dict[str, dict[str, Any]]:
             "channel": {"dataset": "mnist", "dataset_file": str(mnist)},
             "dense": {"every_steps": 200},
             "dense_name": "every 200 updates",
+            "repeats": args.dnn_repeats,
         },
     }
 
@@ -63,7 +66,8 @@ def _run(session: Session, job: dict[str, Any], checkpoint: dict[str, Any]) -> t
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=15, help="runs of each XGBoost setting")
+    parser.add_argument("--dnn-repeats", type=int, default=6)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--bank", type=Path, default=BANK_MARKETING_FILE)
     parser.add_argument("--mnist", type=Path, default=MNIST_FOLDER)
@@ -80,14 +84,17 @@ def main() -> None:
     ]
     with tempfile.TemporaryDirectory() as scratch, Session(Path(scratch) / "store.db") as session:
         session.backend.prestart(3)
-        for name, job in _jobs(args.bank, args.mnist, args.epochs).items():
+        for name, job in _jobs(args).items():
             settings = {**SETTINGS, job["dense_name"]: job["dense"]}
             _run(session, job, {"enabled": False})  # warm-up: imports, the data's first read
             walls: dict[str, list[float]] = {label: [] for label in settings}
             last_step: dict[str, int] = {}
-            for _ in range(args.repeats):
-                for label, checkpoint in settings.items():
-                    wall, step = _run(session, job, checkpoint)
+            labels = list(settings)
+            for repeat in range(job["repeats"]):
+                # Rotated every round, so that no setting always runs first or last.
+                turn = repeat % len(labels)
+                for label in labels[turn:] + labels[:turn]:
+                    wall, step = _run(session, job, settings[label])
                     walls[label].append(wall)
                     last_step[label] = step
             results[name] = {"wall_seconds": walls, "last_checkpoint_step": last_step}
@@ -116,15 +123,16 @@ def main() -> None:
         results,
         rows,
         f"""
-{args.repeats} runs of each setting, alternating, on one warm `Session`; wall time as the job
-record has it. XGBoost: the reference's bank marketing job, 150 rounds; a checkpoint is the
-booster as binary JSON (a few hundred KB), written by rank 0 with an fsync and a manifest. DNN:
-MNIST, an MLP of {DNN["hidden_units"]} hidden units, batch {DNN["batch_size"]} per worker,
-{args.epochs} epochs of about 430 updates; a checkpoint is the model, the optimiser and each
-rank's state gathered to rank 0. At the default interval (every 30 s) a job this short takes
-at most one checkpoint, so its cost there is a time check per round or per 20 updates; the
-dense rows show what a checkpoint itself costs. The paired ratios' spread is this shared
-2-core machine's noise.
+{args.repeats} runs of each XGBoost setting and {args.dnn_repeats} of each DNN one, in
+rounds whose order rotates (so that no setting always runs first), on one warm `Session`;
+wall time as the job record has it. XGBoost: the reference's bank marketing job, 150
+rounds; a checkpoint is the booster as binary JSON (a few hundred KB), written by rank 0
+with an fsync and a manifest. DNN: MNIST, an MLP of {DNN["hidden_units"]} hidden units,
+batch {DNN["batch_size"]} per worker, {args.epochs} epochs of about 430 updates; a
+checkpoint is the model, the optimiser and each rank's state gathered to rank 0. At the
+default interval (every 30 s) a job this short takes at most one checkpoint, so its cost
+there is a time check per round or per 20 updates; the dense rows show what checkpoints
+themselves cost. The paired ratios' spread is this shared 2-core machine's noise.
 """,
     )
 

@@ -108,9 +108,11 @@ def main() -> None:
         rows,
         f"""
 Medians of {args.repeats} runs each. A killed worker is noticed when its socket closes; a
-stopped one only through its silence, so after the heartbeat timeout ({HEARTBEAT_TIMEOUT:g} s
-here, 30 s by default) plus up to a poll. "Training again" includes the new group's start
-(from the warm pool: no process start or imports; cold: three new Python processes importing
+stopped one only through its silence: the heartbeat timeout ({HEARTBEAT_TIMEOUT:g} s here, 30 s
+by default) counts from its last heartbeat, up to a second before the signal, so it is
+noticed a little before the timeout has passed since the signal. "Training again" includes
+the new group's start (from the warm pool: no process start or imports; cold: three new
+Python processes importing
 numpy, pandas and xgboost on 2 cores), XGBoost's rendezvous, loading the checkpoint, building
 the matrices, and the first new round. Rounds redone are those reported after the
 checkpoint the retry resumed from (at most 10 with a checkpoint every 10 rounds).

@@ -90,3 +90,51 @@ def test_sigterm_checkpoints_and_stops_then_resume_finishes_the_same_model(
     assert err.strip().endswith("is Completed: only a Stopped or Failed job resumes")
     code, _, err = _cli(capsys, "jobs", "resume", "no-such-job")
     assert code == 2 and "no training job with id 'no-such-job'" in err
+
+
+def test_a_job_whose_controller_was_killed_resumes_from_its_checkpoint(
+    store_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job_file = tmp_path / "long.toml"
+    job_file.write_text(JOB.replace("every_steps = 1000", "every_steps = 50"))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "scaletune", "train", str(job_file)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ),
+    )
+    try:
+        parent = psutil.Process(process.pid)
+        wait_until(lambda: len(parent.children()) == 2, timeout=60)
+        workers = [child.pid for child in parent.children()]
+        wait_until(lambda: _checkpoint_saved(store_path), timeout=60)
+        process.kill()  # kill -9: nothing of the controller runs after this
+    finally:
+        process.wait()
+    wait_until(lambda: not any(pid_alive(pid) for pid in workers), timeout=10)
+
+    _code, out, _err = _cli(capsys, "jobs", "list", "--json")
+    job_id = json.loads(out)[0]["id"]
+    code, out, _err = _cli(capsys, "jobs", "resume", job_id, "--json")
+    resumed = json.loads(out)
+    assert code == 0, (resumed["failure_reason"], resumed["attempts"])
+    first, second = resumed["attempts"]
+    assert first["status"] == "Failed"
+    assert first["reason"] == f"controller process {process.pid} ended without finishing the job"
+    assert second["resumed_from_step"] is not None and second["resumed_from_step"] % 50 == 0
+    with Session(store_path) as session:
+        steps = [p.step for p in session.store.metrics(job_id, "validation:auc")]
+    assert steps == list(range(1, 1501))
+
+
+def _checkpoint_saved(store_path: Path) -> bool:
+    import sqlite3
+
+    if not store_path.exists():
+        return False
+    with sqlite3.connect(store_path) as db:
+        try:
+            found = db.execute("select max(checkpoint_step) from job_attempts").fetchone()[0]
+        except sqlite3.OperationalError:
+            return False
+    return found is not None

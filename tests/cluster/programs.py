@@ -138,3 +138,14 @@ def script_rank1_killed_after_two_checkpoints(ctx: WorkerContext) -> None:
 
         threading.Thread(target=kill_after_two, daemon=True).start()
     run_script(ctx)
+
+
+def report_until_stopped_then_rank1_dies(ctx: WorkerContext) -> None:
+    """Asked to stop, rank 1 is killed (SIGKILL) instead of ending cleanly."""
+    step = 0
+    while not ctx.stop_requested():
+        step += 1
+        ctx.report(step, loss=1.0 / step)
+        threading.Event().wait(0.01)
+    if ctx.rank == 1:
+        os.kill(os.getpid(), signal.SIGKILL)

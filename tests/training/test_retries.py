@@ -3,6 +3,7 @@ job resumed from its latest checkpoint by a new attempt of the same group size."
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +13,11 @@ from scaletune.api import Session
 from scaletune.checkpoints import CheckpointFolder
 from scaletune.spec import TrainingJobSpec, training_spec_from_dict
 from scaletune.store import JobStatus, TrainingJobRecord
+from scaletune.training import Stopper
 from scaletune.worker import WorkerProgram
 from tests.cluster import programs
 from tests.conftest import pid_alive
-from tests.jobs import run_job
+from tests.jobs import ProgramOverride, run_job
 
 
 def _spec(**fields: Any) -> TrainingJobSpec:
@@ -121,3 +123,19 @@ def test_retries_off_without_checkpoints_start_afresh(session: Session) -> None:
     assert second.resumed_from_step is None and second.steps_redone == 7  # reported before the kill
     assert not (Path(record.log_dir or "").parent / "checkpoints").exists()
     assert [p.step for p in session.store.metrics(record.id, "train:auc")] == list(range(1, 13))
+
+
+def test_a_worker_dying_while_the_job_stops_ends_it_as_the_stop_asked(session: Session) -> None:
+    job = session.controller.prepare(_spec())
+    job = dataclasses.replace(
+        job, algorithm=ProgramOverride(job.algorithm, programs.report_until_stopped_then_rank1_dies)
+    )
+    stopper = Stopper()
+    stopper.request(JobStatus.STOPPED, "bracket 0: below the rung's top 1/3")
+    record = session.controller.run(job, stopper)
+    assert record.status is JobStatus.STOPPED  # not Failed, and not retried: it was ending
+    assert record.failure_reason == (
+        "bracket 0: below the rung's top 1/3; then worker 1 exited unexpectedly (killed by SIGKILL)"
+    )
+    assert record.artifact is None  # the group did not end cleanly: no model
+    assert len(session.store.attempts.of(record.id)) == 1

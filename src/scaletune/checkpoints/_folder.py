@@ -7,7 +7,7 @@ import json
 import os
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,10 +99,13 @@ class CheckpointFolder:
                 found.append(checkpoint)
         return found
 
-    def latest(self) -> Checkpoint | None:
+    def latest(self, usable: Callable[[Checkpoint], bool] | None = None) -> Checkpoint | None:
         """The newest checkpoint whose every file is whole: read and checked against its
-        manifest. A damaged newer one is passed over for the one before."""
+        manifest (and, if given, `usable`). A damaged newer one is passed over for the one
+        before."""
         for checkpoint in reversed(self.complete()):
+            if usable is not None and not usable(checkpoint):
+                continue
             try:
                 self.load(checkpoint)
             except CheckpointError:

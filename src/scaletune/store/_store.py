@@ -1,4 +1,8 @@
-"""The single source of truth for jobs and metrics. Every write is one transaction."""
+"""The single source of truth for jobs and metrics. Every write is one transaction.
+
+Past 400 lines on purpose: one method per query, each a few lines of SQL, so that every
+question the rest of scaletune asks the database is found here (attempts and the schema's
+migrations live apart, in `_attempts` and `_migrate`)."""
 
 from __future__ import annotations
 

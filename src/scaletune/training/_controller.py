@@ -14,12 +14,12 @@ from pathlib import Path
 from pydantic import BaseModel, ValidationError
 
 from scaletune.algorithms import Algorithm, PreparedData, get_algorithm
-from scaletune.checkpoints import Checkpoint, CheckpointFolder, CheckpointPlan
+from scaletune.checkpoints import Checkpoint, CheckpointFolder
 from scaletune.clock import Clock, SystemClock
-from scaletune.cluster import Backend, Group, GroupRendezvous
-from scaletune.data import PreparedDatasets, TableFiles, load_channels
+from scaletune.cluster import Backend, Group
+from scaletune.data import PreparedDatasets, load_channels
 from scaletune.errors import InvalidInputError, LaunchAbandonedError, WorkerStartError
-from scaletune.spec import ShardingMode, TrainingJobSpec, describe_validation_error
+from scaletune.spec import TrainingJobSpec, describe_validation_error
 from scaletune.store import (
     JobOutcome,
     JobStatus,
@@ -28,14 +28,20 @@ from scaletune.store import (
     Store,
     TrainingJobRecord,
 )
+from scaletune.training._attempt import (
+    LiveAttempt,
+    RoomWait,
+    reported_step,
+    resume_point,
+    worker_tasks,
+    write_shards,
+)
 from scaletune.training._ids import new_job_id
 from scaletune.training._paths import SCRATCH_PREFIX, JobPaths
 from scaletune.training._staging import JobStaging, check_writable
 from scaletune.training._stopper import Stopper
 from scaletune.training._supervise import AttemptState, Ending, Fault, Timing, supervise
-from scaletune.worker import ChannelShard, Report, WorkerTask
-
-STOP_FILE = "stop"  # in the job's scratch folder: asks its workers to end at their next step
+from scaletune.worker import ChannelShard, Report
 
 
 @dataclass(frozen=True)
@@ -153,9 +159,9 @@ class TrainingController:
         )
         self.store.reopen_training_job(job_id)  # last: nothing changes if a check failed
         # Now, not when it starts: a tuning job rebuilds its scheduler from these reports.
-        resume = job.checkpoints.latest() if job.checkpoints is not None else None
         reached = self._last_step(job_id)
-        self.store.discard_metrics_after(job_id, None if resume is None else _reported_step(resume))
+        resume = None if job.checkpoints is None else resume_point(job.checkpoints, reached)
+        self.store.discard_metrics_after(job_id, None if resume is None else reported_step(resume))
         return dataclasses.replace(job, reached_step=reached)
 
     def run(
@@ -181,12 +187,13 @@ class TrainingController:
         scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{job.id}-"))
         staging: JobStaging | None = None
         state = AttemptState(len(self.store.attempts.of(job.id)) + 1)
-        live = _Live()
+        live = LiveAttempt()
         interrupted = False
         try:
             staging = JobStaging.create(job.spec.cluster.staging, job.id, scratch)
-            shards = self._write_shards(job, staging)
+            shards = write_shards(job, staging)
             redo_from = job.reached_step if state.number > 1 else None
+            first_attempt = state.number  # a resumed job has its own retries again
             while True:
                 resume = self._begin_attempt(job, state, redo_from)
                 ending = self._attempt(
@@ -201,7 +208,7 @@ class TrainingController:
                     on_started,
                     on_report or _ignore,
                 )
-                if not self._retry(job, ending, state, stop):
+                if not self._retry(job, ending, state.number - first_attempt, stop):
                     break
                 live.end(completed=False)
                 self.store.append_metrics(job.id, state.pending)
@@ -213,7 +220,8 @@ class TrainingController:
                     reason=ending.reason,
                     retried=True,
                 )
-                redo_from = state.last_step
+                # How far the work went: this attempt's reports, else those of the one before.
+                redo_from = state.last_step if state.last_step is not None else redo_from
                 state = AttemptState(state.number + 1, final_metrics=state.final_metrics)
         except KeyboardInterrupt:
             interrupted = True
@@ -264,8 +272,10 @@ class TrainingController:
         """Record the attempt; a later one starts from the newest whole checkpoint, and
         what was reported past it is forgotten (those steps are reported again)."""
         folder = job.checkpoints
-        resume = folder.latest() if folder is not None and state.number > 1 else None
-        reported = None if resume is None else _reported_step(resume)
+        resume = None
+        if folder is not None and state.number > 1:
+            resume = resume_point(folder, self._last_step(job.id))
+        reported = None if resume is None else reported_step(resume)
         if state.number > 1:
             self.store.discard_metrics_after(job.id, reported)
             state.final_metrics = _last_values(self.store.metrics(job.id))
@@ -288,14 +298,16 @@ class TrainingController:
         stop: Stopper,
         started: float,
         state: AttemptState,
-        live: _Live,
+        live: LiveAttempt,
         on_started: Callable[[Group], None] | None,
         on_report: Callable[[Report], None],
     ) -> Ending:
         """Place the workers, watch them to the end; what breaks becomes the attempt's Ending."""
         try:
-            tasks, live.rendezvous = self._tasks(job, staging, shards, resume, state.number)
-            wait = _RoomWait(self, job, stop, started)
+            tasks, live.rendezvous = worker_tasks(
+                job, staging, shards, resume, state.number, self.backend.rendezvous_host
+            )
+            wait = RoomWait(self.store, self.clock, job, stop, started)
             live.group = self.backend.launch(tasks, job.spec.cluster, abandon=wait)
         except LaunchAbandonedError as exc:  # stopped while waiting for room
             return Ending(stop.status if stop.is_set() else JobStatus.STOPPED, str(exc))
@@ -319,11 +331,12 @@ class TrainingController:
             on_report=on_report,
         )
 
-    def _retry(self, job: PreparedJob, ending: Ending, state: AttemptState, stop: Stopper) -> bool:
+    def _retry(self, job: PreparedJob, ending: Ending, retries: int, stop: Stopper) -> bool:
+        """Whether a new attempt follows this ending, `retries` having been made already."""
         policy = job.spec.retry
         if ending.status is not JobStatus.FAILED or stop.is_set():
             return False
-        if state.number > policy.max_attempts:  # max_attempts counts retries, not attempts
+        if retries >= policy.max_attempts:  # max_attempts counts retries, not attempts
             return False
         return ending.fault == Fault.INFRASTRUCTURE or (
             ending.fault == Fault.PROGRAM and policy.retry_on_program_error
@@ -331,71 +344,6 @@ class TrainingController:
 
     def _last_step(self, job_id: str) -> int | None:
         return max((point.step for point in self.store.metrics(job_id)), default=None)
-
-    def _write_shards(self, job: PreparedJob, staging: JobStaging) -> dict[str, ChannelShard]:
-        """Each channel once, for every attempt."""
-        shards = {
-            name.value: ChannelShard(
-                TableFiles.write(table, staging.data_folder(name)),
-                sharded=job.spec.sharding(name) is ShardingMode.SHARDED,
-                source=job.spec.channels[name].path or job.spec.channels[name].dataset_file,
-            )
-            for name, table in job.data.tables.items()
-        }
-        staging.prepare()
-        job.paths.logs.mkdir(parents=True, exist_ok=True)
-        return shards
-
-    def _tasks(
-        self,
-        job: PreparedJob,
-        staging: JobStaging,
-        shards: Mapping[str, ChannelShard],
-        resume: Checkpoint | None,
-        attempt: int,
-    ) -> tuple[list[WorkerTask], GroupRendezvous]:
-        world_size = job.spec.instance_count
-        rendezvous = GroupRendezvous(
-            world_size,
-            xgboost_tracker=job.algorithm.wants_xgboost_tracker(job.spec) and world_size > 1,
-            worker_addresses=job.spec.script is not None,
-            host=self.backend.rendezvous_host,
-        )
-        plan = None
-        if job.checkpoints is not None:
-            every = job.spec.checkpoint
-            plan = CheckpointPlan(
-                job.checkpoints.root,
-                every.every_steps,
-                every.every_seconds,
-                every.keep,
-                resume_step=None if resume is None else resume.step,
-                resume_reported_step=None if resume is None else _reported_step(resume),
-            )
-        tasks = [
-            WorkerTask(
-                job_id=job.id,
-                rank=rank,
-                world_size=world_size,
-                program=job.algorithm.program,
-                hyperparameters=job.hyperparameters,
-                channels=shards,
-                model_dir=staging.model_dir,
-                model_url=staging.model_url,
-                log_path=job.paths.log_path(rank),
-                rendezvous=rendezvous.info,
-                seed=job.spec.seed,
-                stop_file=staging.scratch / STOP_FILE,
-                distribution=job.spec.distribution,
-                script=job.spec.script,
-                reporting_rank=job.spec.script.metrics_rank if job.spec.script else 0,
-                checkpoint=plan,
-                attempt=attempt,
-                scratch=staging.scratch,
-            )
-            for rank in range(world_size)
-        ]
-        return tasks, rendezvous
 
     def _publish(self, job: PreparedJob, staged: Path) -> Path:
         """Move the model into place in one step, so no half-written artefact is ever seen."""
@@ -415,31 +363,6 @@ class TrainingController:
         else:
             partial.rename(target)
         return target
-
-
-class _RoomWait:
-    """Asked now and then while a job's workers wait for room (Ray): the reason to give up
-    waiting, if any. The first call marks the job as waiting in the store."""
-
-    def __init__(
-        self, controller: TrainingController, job: PreparedJob, stop: Stopper, started: float
-    ) -> None:
-        self._controller, self._job, self._stop = controller, job, stop
-        self._deadline = started + job.spec.max_runtime_seconds
-        self.waited = False
-
-    def __call__(self) -> str | None:
-        store, clock = self._controller.store, self._controller.clock
-        if not self.waited:
-            self.waited = True
-            store.set_waiting(self._job.id, clock.time())
-        if self._stop.is_set():
-            return self._stop.reason
-        if store.is_stop_requested(self._job.id):
-            return "stop requested"
-        if clock.monotonic() >= self._deadline:
-            return f"max_runtime_seconds={self._job.spec.max_runtime_seconds:g} reached"
-        return None
 
 
 def new_job_record(
@@ -476,32 +399,6 @@ def _checkpoints(spec: TrainingJobSpec, paths: JobPaths) -> CheckpointFolder | N
     return CheckpointFolder(paths.checkpoints)
 
 
-def _reported_step(checkpoint: Checkpoint) -> int | None:
-    """The last step the job had reported when the checkpoint was saved."""
-    saved = checkpoint.meta.get("reported_step")
-    return None if saved is None else int(saved)
-
-
 def _last_values(points: list[MetricPoint]) -> dict[str, float]:
     """Each metric's value at its highest step (points come ordered by name, then step)."""
     return {point.name: point.value for point in points}
-
-
-class _Live:
-    """The running attempt's worker group and rendezvous, ended once the attempt is over."""
-
-    def __init__(self) -> None:
-        self.group: Group | None = None
-        self.rendezvous: GroupRendezvous | None = None
-
-    def end(self, *, completed: bool) -> bool:
-        """Release the workers if every one finished its task (True), else kill them."""
-        group, rendezvous, self.group, self.rendezvous = self.group, self.rendezvous, None, None
-        clean = group is not None and group.all_finished
-        if group is not None:
-            group.release() if clean else group.kill()
-        if rendezvous is not None:
-            # A stopped job's programs may have been ended mid-collective (a user's
-            # script is killed): waiting for the tracker to see them finish is pointless.
-            rendezvous.close(completed=clean and completed)
-        return clean

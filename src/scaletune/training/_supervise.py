@@ -93,6 +93,9 @@ def supervise(
                     )
                 on_report(event)
             elif isinstance(event, CheckpointSaved):
+                # The reports up to it first: a resume needs every one of them stored.
+                store.append_metrics(job_id, state.pending)
+                state.pending.clear()
                 store.attempts.set_checkpoint(job_id, state.number, event.step)
             elif isinstance(event, LogOutput):
                 append_log(log_path, event)
@@ -101,7 +104,10 @@ def supervise(
             elif isinstance(event, Failed | Exited):
                 failures.append(event)
         if failures:
-            return failure(_with_root_cause(log_path, group, failures))
+            broken = failure(_with_root_cause(log_path, group, failures))
+            if stopping is not None:  # it was ending anyway: it ends as asked, without a model
+                return Ending(stopping.status, f"{stopping.reason}; then {broken.reason}")
+            return broken
         now = clock.monotonic()
         silent = group.silent_ranks(heartbeat_timeout)
         if silent:

@@ -1,4 +1,7 @@
-"""The Tuner loop: it only orchestrates. Searchers propose, schedulers decide, jobs train."""
+"""The Tuner loop: it only orchestrates. Searchers propose, schedulers decide, jobs train.
+
+Past 400 lines: `_Run` is one tuning job's state (trials running, outcomes, best so far, why
+it halts) and the steps that change it; split apart, each piece would need all of it."""
 
 from __future__ import annotations
 

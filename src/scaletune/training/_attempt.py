@@ -1,0 +1,155 @@
+"""The parts of one attempt of a job: its workers' tasks (with the checkpoint to start
+from), the channels written once for every attempt, the wait for room, and the group and
+rendezvous that end with the attempt."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from scaletune.checkpoints import Checkpoint, CheckpointFolder, CheckpointPlan
+from scaletune.clock import Clock
+from scaletune.cluster import Group, GroupRendezvous
+from scaletune.data import TableFiles
+from scaletune.spec import ShardingMode
+from scaletune.store import Store
+from scaletune.training._staging import JobStaging
+from scaletune.training._stopper import Stopper
+from scaletune.worker import ChannelShard, WorkerTask
+
+if TYPE_CHECKING:
+    from scaletune.training._controller import PreparedJob
+
+STOP_FILE = "stop"  # in the job's scratch folder: asks its workers to end at their next step
+
+
+def write_shards(job: PreparedJob, staging: JobStaging) -> dict[str, ChannelShard]:
+    """Each channel once, for every attempt."""
+    shards = {
+        name.value: ChannelShard(
+            TableFiles.write(table, staging.data_folder(name)),
+            sharded=job.spec.sharding(name) is ShardingMode.SHARDED,
+            source=job.spec.channels[name].path or job.spec.channels[name].dataset_file,
+        )
+        for name, table in job.data.tables.items()
+    }
+    staging.prepare()
+    job.paths.logs.mkdir(parents=True, exist_ok=True)
+    return shards
+
+
+def worker_tasks(
+    job: PreparedJob,
+    staging: JobStaging,
+    shards: Mapping[str, ChannelShard],
+    resume: Checkpoint | None,
+    attempt: int,
+    host: str,
+) -> tuple[list[WorkerTask], GroupRendezvous]:
+    """One attempt's tasks, with a rendezvous of its own and the checkpoint to start from."""
+    world_size = job.spec.instance_count
+    rendezvous = GroupRendezvous(
+        world_size,
+        xgboost_tracker=job.algorithm.wants_xgboost_tracker(job.spec) and world_size > 1,
+        worker_addresses=job.spec.script is not None,
+        host=host,
+    )
+    plan = None
+    if job.checkpoints is not None:
+        every = job.spec.checkpoint
+        plan = CheckpointPlan(
+            job.checkpoints.root,
+            every.every_steps,
+            every.every_seconds,
+            every.keep,
+            resume_step=None if resume is None else resume.step,
+            resume_reported_step=None if resume is None else reported_step(resume),
+        )
+    tasks = [
+        WorkerTask(
+            job_id=job.id,
+            rank=rank,
+            world_size=world_size,
+            program=job.algorithm.program,
+            hyperparameters=job.hyperparameters,
+            channels=shards,
+            model_dir=staging.model_dir,
+            model_url=staging.model_url,
+            log_path=job.paths.log_path(rank),
+            rendezvous=rendezvous.info,
+            seed=job.spec.seed,
+            stop_file=staging.scratch / STOP_FILE,
+            distribution=job.spec.distribution,
+            script=job.spec.script,
+            reporting_rank=job.spec.script.metrics_rank if job.spec.script else 0,
+            checkpoint=plan,
+            attempt=attempt,
+            scratch=staging.scratch,
+        )
+        for rank in range(world_size)
+    ]
+    return tasks, rendezvous
+
+
+def reported_step(checkpoint: Checkpoint) -> int | None:
+    """The last step the job had reported when the checkpoint was saved."""
+    saved = checkpoint.meta.get("reported_step")
+    return None if saved is None else int(saved)
+
+
+def resume_point(folder: CheckpointFolder, stored_up_to: int | None) -> Checkpoint | None:
+    """The newest whole checkpoint whose reports are all in the store. Reports reach the
+    store in order, so `stored_up_to` (the highest step there) says how far they go; a
+    controller killed before writing the last ones leaves a newer checkpoint that would
+    leave a gap in the curve: the one before it serves instead."""
+
+    def reports_kept(checkpoint: Checkpoint) -> bool:
+        reported = reported_step(checkpoint)
+        return reported is None or (stored_up_to is not None and reported <= stored_up_to)
+
+    return folder.latest(reports_kept)
+
+
+class RoomWait:
+    """Asked now and then while a job's workers wait for room (Ray): the reason to give up
+    waiting, if any. The first call marks the job as waiting in the store."""
+
+    def __init__(
+        self, store: Store, clock: Clock, job: PreparedJob, stop: Stopper, started: float
+    ) -> None:
+        self._store, self._clock, self._job, self._stop = store, clock, job, stop
+        self._deadline = started + job.spec.max_runtime_seconds
+        self.waited = False
+
+    def __call__(self) -> str | None:
+        store, clock = self._store, self._clock
+        if not self.waited:
+            self.waited = True
+            store.set_waiting(self._job.id, clock.time())
+        if self._stop.is_set():
+            return self._stop.reason
+        if store.is_stop_requested(self._job.id):
+            return "stop requested"
+        if clock.monotonic() >= self._deadline:
+            return f"max_runtime_seconds={self._job.spec.max_runtime_seconds:g} reached"
+        return None
+
+
+class LiveAttempt:
+    """The running attempt's worker group and rendezvous, ended once the attempt is over."""
+
+    def __init__(self) -> None:
+        self.group: Group | None = None
+        self.rendezvous: GroupRendezvous | None = None
+
+    def end(self, *, completed: bool) -> bool:
+        """Release the workers if every one finished its task (True), else kill them."""
+        group, rendezvous, self.group, self.rendezvous = self.group, self.rendezvous, None, None
+        clean = group is not None and group.all_finished
+        if group is not None:
+            group.release() if clean else group.kill()
+        if rendezvous is not None:
+            # A stopped job's programs may have been ended mid-collective (a user's
+            # script is killed): waiting for the tracker to see them finish is pointless.
+            rendezvous.close(completed=clean and completed)
+        return clean
