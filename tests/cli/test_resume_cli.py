@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -36,20 +37,8 @@ every_steps = 1000
 def test_sigterm_checkpoints_and_stops_then_resume_finishes_the_same_model(
     store_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    job_file = tmp_path / "long.toml"
-    job_file.write_text(JOB)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "scaletune", "train", str(job_file), "--json"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=dict(os.environ),
-    )
+    process, workers = _train_until(JOB, tmp_path, lambda: _metrics_exist(store_path))
     try:
-        parent = psutil.Process(process.pid)
-        wait_until(lambda: len(parent.children()) == 2, timeout=60)
-        workers = [child.pid for child in parent.children()]
-        wait_until(lambda: _metrics_exist(store_path), timeout=60)
         process.send_signal(signal.SIGTERM)
         out, _ = process.communicate(timeout=60)
     finally:
@@ -95,22 +84,10 @@ def test_sigterm_checkpoints_and_stops_then_resume_finishes_the_same_model(
 def test_a_job_whose_controller_was_killed_resumes_from_its_checkpoint(
     store_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    job_file = tmp_path / "long.toml"
-    job_file.write_text(JOB.replace("every_steps = 1000", "every_steps = 50"))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "scaletune", "train", str(job_file)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=dict(os.environ),
-    )
-    try:
-        parent = psutil.Process(process.pid)
-        wait_until(lambda: len(parent.children()) == 2, timeout=60)
-        workers = [child.pid for child in parent.children()]
-        wait_until(lambda: _checkpoint_saved(store_path), timeout=60)
-        process.kill()  # kill -9: nothing of the controller runs after this
-    finally:
-        process.wait()
+    job = JOB.replace("every_steps = 1000", "every_steps = 50")
+    process, workers = _train_until(job, tmp_path, lambda: _checkpoint_saved(store_path))
+    process.kill()  # kill -9: nothing of the controller runs after this
+    process.communicate()
     wait_until(lambda: not any(pid_alive(pid) for pid in workers), timeout=10)
 
     _code, out, _err = _cli(capsys, "jobs", "list", "--json")
@@ -125,6 +102,32 @@ def test_a_job_whose_controller_was_killed_resumes_from_its_checkpoint(
     with Session(store_path) as session:
         steps = [p.step for p in session.store.metrics(job_id, "validation:auc")]
     assert steps == list(range(1, 1501))
+
+
+def _train_until(
+    job: str, folder: Path, ready: Callable[[], bool]
+) -> tuple[subprocess.Popen[str], list[int]]:
+    """`scaletune train --json` of this job file in a process of its own, once its two
+    workers run and `ready()` holds; the process and its workers' pids."""
+    job_file = folder / "long.toml"
+    job_file.write_text(job)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "scaletune", "train", str(job_file), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
+    try:
+        parent = psutil.Process(process.pid)
+        wait_until(lambda: len(parent.children()) == 2, timeout=60)
+        workers = [child.pid for child in parent.children()]
+        wait_until(ready, timeout=60)
+    except BaseException:
+        process.kill()
+        process.communicate()
+        raise
+    return process, workers
 
 
 def _checkpoint_saved(store_path: Path) -> bool:
