@@ -121,3 +121,26 @@ def test_report_of_a_stored_tuning_job_renders_in_headless_chromium(
     dom = rendered.stdout
     assert dom.count("<table>") == 2 and dom.count("<img ") == 2
     assert f"Tuning job {job.id}" in dom
+
+
+def test_data_is_recorded_as_given_and_jobs_resolve_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scaletune.cli._experiment import _data
+    from scaletune.experiment._plans import plan_for
+    from scaletune.spec import AlgorithmName, training_spec_from_dict
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "bank.csv").write_text("x\n")
+    given = _data(Path("data/bank.csv"))
+    assert given == Path("data/bank.csv")  # reports carry no machine's absolute path
+    plan = plan_for(AlgorithmName.XGBOOST, given)
+    assert plan.channels["train"]["dataset_file"] == "data/bank.csv"
+    spec = training_spec_from_dict(
+        {
+            "algorithm": "dnn",
+            "channels": {"train": {"dataset": "digits", "dataset_file": "data/bank.csv"}},
+        }
+    )
+    assert spec.channels[next(iter(spec.channels))].dataset_file == tmp_path / "data" / "bank.csv"

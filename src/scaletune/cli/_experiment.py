@@ -67,7 +67,8 @@ def _data(path: Path | None) -> Path | None:
                 pass
     except OSError as exc:
         raise InvalidInputError(f"--data {str(path)!r} cannot be read: {exc}") from None
-    return path.resolve()
+    # As given: reports record it so (no machine's absolute path); jobs resolve it themselves.
+    return path
 
 
 class _Display:
