@@ -112,15 +112,16 @@ def _tune(folder: Path, spec: Any, kill_every: float | None) -> dict[str, Any]:
                 tuner.run(tuning_id, spec)
             kills = killer.kills
         summary = summarize(session.store, tuning_id)
-        attempts = {t.id: session.store.attempts.of(t.id) for t in summary.trials}
+        trials = session.store.trials.rows(tuning_id)
+        attempts = {t.id: session.store.attempts.of(t.id) for t in trials}
     backend.close()
-    statuses = [t.status.value for t in summary.trials]
+    statuses = [t.status.value for t in trials]
     return {
         "status": summary.record.status.value,
         "wall_seconds": summary.record.wall_seconds,
-        "billable_seconds": sum(t.billable_seconds or 0 for t in summary.trials),
+        "billable_seconds": sum(t.billable_seconds or 0 for t in trials),
         "best_objective": summary.record.best_objective,
-        "trials": len(summary.trials),
+        "trials": len(trials),
         "trial_statuses": {s: statuses.count(s) for s in sorted(set(statuses))},
         "kills": kills,
         "trials_retried": sum(1 for a in attempts.values() if len(a) > 1),
@@ -131,7 +132,7 @@ def _tune(folder: Path, spec: Any, kill_every: float | None) -> dict[str, Any]:
         ),
         "failed_trials": statuses.count(JobStatus.FAILED.value),
         "failure_reasons": [
-            t.failure_reason for t in summary.trials if t.status is JobStatus.FAILED
+            t.failure_reason for t in trials if t.status is JobStatus.FAILED
         ],
     }
 

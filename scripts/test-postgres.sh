@@ -2,6 +2,7 @@
 # Start a throw-away PostgreSQL server on loopback for the store tests.
 #   eval "$(scripts/test-postgres.sh start)"   # exports SCALETUNE_TEST_POSTGRES_URL, _PGDIR
 #   scripts/test-postgres.sh stop "$_PGDIR"
+# SCALETUNE_PG_SETTINGS replaces the server settings (default: -c fsync=off, for tests).
 set -euo pipefail
 
 pg_bin() {
@@ -28,7 +29,7 @@ case "${1:-}" in
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     as_pg "$bin/initdb" -D "$dir/data" -U scaletune --auth=trust -E UTF8 >/dev/null
     as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
-      -o "-h 127.0.0.1 -p $port -k $dir -c fsync=off" start >/dev/null
+      -o "-h 127.0.0.1 -p $port -k $dir ${SCALETUNE_PG_SETTINGS:--c fsync=off}" start >/dev/null
     as_pg "$bin/createdb" -h 127.0.0.1 -p "$port" -U scaletune scaletune_test
     echo "export SCALETUNE_TEST_POSTGRES_URL=postgresql://scaletune@127.0.0.1:$port/scaletune_test"
     echo "export _PGDIR=$dir"

@@ -25,5 +25,9 @@ class WorkerStartError(ScaletuneError):
     """Worker processes could not be started."""
 
 
+class ClusterTooSmallError(WorkerStartError):
+    """A job needs more than the whole cluster has: waiting or retrying would never help."""
+
+
 class LaunchAbandonedError(ScaletuneError):
     """The job was stopped (its message says why) while its workers waited for room."""

@@ -80,7 +80,7 @@ def test_a_tuning_job_of_8_trials_on_2_workers_each(ray_session: Session) -> Non
     record = tuner.run(tuner.create(spec), spec)
     summary = summarize(ray_session.store, record.id)
     assert record.status is JobStatus.COMPLETED
-    assert len(summary.trials) == 8
+    assert len(ray_session.store.trials.rows(summary.record.id)) == 8
     assert summary.job_counts["Failed"] == 0 and summary.job_counts["Stopped"] >= 1
     assert set(summary.to_json_dict()) >= {"best_objective", "billable_seconds", "job_counts"}
 
@@ -116,7 +116,33 @@ def test_the_cli_runs_a_job_on_ray_when_asked(
 def test_a_job_bigger_than_the_cluster_fails_at_once_saying_so(ray_session: Session) -> None:
     record = ray_session.controller.run(ray_session.controller.prepare(_spec(instance_count=5)))
     assert record.status is JobStatus.FAILED
-    assert "5 workers of {'CPU': 1.0} can never be placed" in (record.failure_reason or "")
+    reason = record.failure_reason or ""
+    assert "5 workers of {'CPU': 1.0} can never be placed: they need {'CPU': 5.0}" in reason
+    assert "the Ray cluster has {'CPU': 4.0" in reason
+    assert "cluster.cpus_per_worker" in reason and "ray start --num-cpus 5" in reason
+    assert len(ray_session.store.attempts.of(record.id)) == 1  # no retry would fit either
+
+
+def test_the_cli_says_on_stderr_why_a_job_can_never_fit(
+    ray_backend: RayBackend, store_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.cli.test_cli import _cli
+
+    job = tmp_path / "job.toml"
+    job.write_text(
+        'algorithm = "xgboost"\ninstance_count = 6\n'
+        "hyperparameters = { num_round = 3 }\n"
+        'channels.train = { dataset = "breast-cancer" }\n'
+    )
+    # Ray runs already in this process: the CLI joins it, a cluster it did not start.
+    code, out, err = _cli(capsys, "train", str(job), "--backend", "ray")
+    assert code == 1
+    lines = err.strip().splitlines()
+    failure = [line for line in lines if line.startswith("error:")]
+    assert len(failure) == 1, err
+    assert "6 workers of {'CPU': 1.0} can never be placed" in failure[0]
+    assert "ray start --num-cpus 6" in failure[0]
+    assert "Failed" in out  # the summary, on stdout, records it
 
 
 def test_trials_that_do_not_all_fit_wait_for_room_and_complete(ray_session: Session) -> None:
@@ -126,7 +152,9 @@ def test_trials_that_do_not_all_fit_wait_for_room_and_complete(ray_session: Sess
     record = tuner.run(tuner.create(spec), spec)
     summary = summarize(ray_session.store, record.id)
     assert record.status is JobStatus.COMPLETED
-    assert summary.job_counts["Failed"] == 0, [t.failure_reason for t in summary.trials]
+    assert summary.job_counts["Failed"] == 0, [
+        t.failure_reason for t in ray_session.store.trials.rows(summary.record.id)
+    ]
     assert summary.waiting_for_room == []  # each waited, then ran
 
 

@@ -54,7 +54,7 @@ def _spec(**changes: Any) -> TuningJobSpec:
 def _decisions(store: Store, tuning_id: str) -> list[tuple[object, ...]]:
     return [
         (t.trial_number, t.hyperparameters, t.instance_count, t.status, t.failure_reason)
-        for t in summarize(store, tuning_id).trials
+        for t in store.trials.rows(tuning_id)
     ]
 
 
@@ -65,9 +65,13 @@ def test_a_replay_of_a_simulated_job_reproduces_every_decision_and_moment(store:
     assert again.id != original.id
     assert _decisions(store, again.id) == _decisions(store, original.id)
     first, second = summarize(store, original.id), summarize(store, again.id)
-    assert any(t.status.value == "Stopped" for t in first.trials)
-    assert [(t.start_time, t.end_time, t.resource, t.objective) for t in second.trials] == [
-        (t.start_time, t.end_time, t.resource, t.objective) for t in first.trials
+    assert any(t.status.value == "Stopped" for t in store.trials.rows(first.record.id))
+    assert [
+        (t.start_time, t.end_time, t.resource, t.objective)
+        for t in store.trials.rows(second.record.id)
+    ] == [
+        (t.start_time, t.end_time, t.resource, t.objective)
+        for t in store.trials.rows(first.record.id)
     ]
     assert second.billable_seconds == first.billable_seconds
     assert again.wall_seconds == original.wall_seconds
@@ -99,7 +103,7 @@ def test_a_replay_of_a_real_tuning_job_reproduces_its_decisions(
     replay = ReplaySource.from_store(session.store, original.id)
     again = simulate_tuning(replay.spec, replay, session.store)
     assert _decisions(session.store, again.id) == _decisions(session.store, original.id)
-    assert any(t.status.value == "Stopped" for t in summarize(session.store, again.id).trials)
+    assert any(t.status.value == "Stopped" for t in session.store.trials.rows(again.id))
 
 
 def test_a_configuration_never_run_gets_the_nearest_recorded_curve(store: Store) -> None:
@@ -107,7 +111,7 @@ def test_a_configuration_never_run_gets_the_nearest_recorded_curve(store: Store)
         _spec(max_jobs=6, strategy="Random", hyperband=None), ToySource(), store
     )
     replay = ReplaySource.from_store(store, original.id)
-    trials = summarize(store, original.id).trials
+    trials = store.trials.rows(original.id)
     target = trials[2]
     lr = float(target.hyperparameters["lr"])
     nearby = replay.curve({"lr": lr * 1.0001}, target.instance_count)

@@ -100,23 +100,33 @@ def test_a_hand_computed_hyperband_schedule(store: Store) -> None:
             (t.end_time or 0) - 1000.0,
             t.failure_reason,
         )
-        for t in summary.trials
+        for t in store.trials.rows(summary.record.id)
     ]
     assert got == expected
-    assert [t.billable_seconds for t in summary.trials] == [22.0, 22.0, 6.0, 22.0, 6.0, 6.0]
+    assert [t.billable_seconds for t in store.trials.rows(summary.record.id)] == [
+        22.0,
+        22.0,
+        6.0,
+        22.0,
+        6.0,
+        6.0,
+    ]
     assert record.status is JobStatus.COMPLETED
     assert record.wall_seconds == 22.0
     assert record.best_objective == 0.9
     assert summary.best is not None and summary.best.trial_number == 3
     # Every report reached the store at its simulated moment.
-    times = [p.time - 1000.0 for p in store.metrics(summary.trials[3].id, "accuracy")]
+    times = [
+        p.time - 1000.0
+        for p in store.metrics(store.trials.rows(summary.record.id)[3].id, "accuracy")
+    ]
     assert times == [14.0 + k for k in range(9)]
 
 
 def test_the_tuning_deadline_stops_running_trials_at_that_moment(store: Store) -> None:
     source = SequenceSource([0.5, 0.8, 0.3, 0.9, 0.6, 0.4])
     record = simulate_tuning(_spec(max_runtime_seconds=15.5), source, store)
-    trials = summarize(store, record.id).trials
+    trials = store.trials.rows(record.id)
     assert record.status is JobStatus.STOPPED
     assert record.wall_seconds == 15.5
     assert [t.status for t in trials] == [JobStatus.COMPLETED] * 2 + [
@@ -132,7 +142,7 @@ def test_the_tuning_deadline_stops_running_trials_at_that_moment(store: Store) -
 def test_a_failing_trial_fails_with_its_reason_and_the_tuning_goes_on(store: Store) -> None:
     source = SequenceSource([0.5, 0.8, 0.3, 0.9, 0.6, 0.4], fail_at=1)
     record = simulate_tuning(_spec(strategy="Random", hyperband=None), source, store)
-    trials = summarize(store, record.id).trials
+    trials = store.trials.rows(record.id)
     assert trials[1].status is JobStatus.FAILED
     assert trials[1].failure_reason == "worker 1 failed: OOM"
     assert trials[1].end_time == 4.0  # its curve ends at its second report
@@ -146,7 +156,7 @@ def test_too_many_failed_trials_fail_the_tuning_job_with_the_reason(store: Store
     record = simulate_tuning(spec, source, store)
     assert record.status is JobStatus.FAILED
     assert record.failure_reason == "max_failed_trials=3 reached (the last: worker 1 failed: OOM)"
-    trials = summarize(store, record.id).trials
+    trials = store.trials.rows(record.id)
     assert 3 <= len(trials) < 6  # no new trial after the third failure
     assert [t.status for t in trials].count(JobStatus.FAILED) == 3
     for trial in trials:  # one that was running then is stopped, with the reason

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,32 +18,7 @@ from scaletune.store import (
     Store,
     resolve_store,
 )
-from scaletune.store._schema import meta, metadata
-
-
-def _postgres_url() -> str:
-    url = os.environ.get("SCALETUNE_TEST_POSTGRES_URL")
-    if not url:
-        if os.environ.get("SCALETUNE_REQUIRE_POSTGRES"):
-            pytest.fail("SCALETUNE_REQUIRE_POSTGRES is set but SCALETUNE_TEST_POSTGRES_URL is not")
-        pytest.skip("no PostgreSQL server: set SCALETUNE_TEST_POSTGRES_URL (see .ci/run)")
-    engine = create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
-    metadata.drop_all(engine)  # each test starts from an empty database
-    engine.dispose()
-    return url
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'scaletune.db'}"
-    return _postgres_url()
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[Store]:
-    with Store(store_url) as opened:
-        yield opened
+from scaletune.store._schema import meta
 
 
 def _new(job_id: str, created_at: float = 100.0) -> NewTrainingJob:
@@ -216,8 +189,17 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
         store.create_training_job(_new("old-job"))
     engine = create_engine(url)
     with engine.begin() as conn:  # make it look as version 1 left it
-        conn.execute(text("DROP INDEX ix_training_jobs_tuning_job_id"))
-        for column in ("tuning_job_id", "trial_number", "objective", "resource", "waiting_since"):
+        for index in ("tuning_job_id", "tuning_trial", "tuning_status"):
+            conn.execute(text(f"DROP INDEX ix_training_jobs_{index}"))
+        for column in (
+            "tuning_job_id",
+            "trial_number",
+            "objective",
+            "resource",
+            "waiting_since",
+            "full_resource",
+            "seconds_per_step",
+        ):
             conn.execute(text(f"ALTER TABLE training_jobs DROP COLUMN {column}"))
         conn.execute(text("DROP TABLE tuning_jobs"))
         conn.execute(text("DROP TABLE rejected_metrics"))
@@ -237,6 +219,13 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
         assert store.get_training_job("old-job").waiting_since == 12.5
         store.attempts.start("old-job", 1, 20.0)  # and version 5's table
         assert [a.number for a in store.attempts.of("old-job")] == [1]
+        store.set_trial_result("old-job", 0.5, 3, seconds_per_step=2.0, full_resource=9)
+        with create_engine(url).connect() as conn:  # and version 6's columns
+            assert conn.execute(
+                text("SELECT seconds_per_step, full_resource FROM training_jobs")
+            ).all() == [(2.0, 9)]
+        indexes = {i["name"] for i in inspect(create_engine(url)).get_indexes("training_jobs")}
+        assert {"ix_training_jobs_tuning_trial", "ix_training_jobs_tuning_status"} <= indexes
 
 
 def test_attempts_are_recorded_and_a_dead_controllers_attempt_ends_with_its_job(

@@ -101,7 +101,7 @@ def test_resume_after_kill_9(session: Session, store_path: Path, tmp_path: Path)
 
     summary = summarize(session.store, tuning_id)
     assert summary.record.status is JobStatus.COMPLETED
-    trials = summary.trials
+    trials = session.store.trials.rows(summary.record.id)
     assert [t.trial_number for t in trials] == list(range(6))  # exactly max_jobs, none twice
     assert all(t.status.is_terminal for t in trials)
     after = {t.id: t.end_time for t in trials}

@@ -51,7 +51,7 @@ def _tune(session: Session, spec: TuningJobSpec, controller: TrainingController 
 def test_hyperband_tuning_runs_every_trial_once_and_stops_poor_ones(session: Session) -> None:
     summary = _tune(session, _spec())
     assert summary.record.status is JobStatus.COMPLETED
-    trials = summary.trials
+    trials = session.store.training_jobs_of(summary.record.id)
     assert [t.trial_number for t in trials] == list(range(8))
     assert len({t.id for t in trials}) == 8
     assert all(t.status in (JobStatus.COMPLETED, JobStatus.STOPPED) for t in trials)
@@ -91,7 +91,9 @@ def test_hyperband_tuning_runs_every_trial_once_and_stops_poor_ones(session: Ses
 def test_the_same_seed_proposes_the_same_trials(session: Session) -> None:
     spec = _spec(max_jobs=3, max_parallel_jobs=1, strategy="Random", hyperband=None)
     first, second = _tune(session, spec), _tune(session, spec)
-    assert [t.hyperparameters for t in first.trials] == [t.hyperparameters for t in second.trials]
+    assert [t.hyperparameters for t in session.store.trials.rows(first.record.id)] == [
+        t.hyperparameters for t in session.store.trials.rows(second.record.id)
+    ]
 
 
 class _FailTrialOne(TrainingController):
@@ -107,11 +109,14 @@ def test_a_failed_trial_is_recorded_and_the_tuning_goes_on(session: Session) -> 
     spec = _spec(max_jobs=4, strategy="Bayesian", hyperband=None)
     summary = _tune(session, spec, controller)
     assert summary.record.status is JobStatus.COMPLETED
-    statuses = [t.status for t in summary.trials]
+    statuses = [t.status for t in session.store.trials.rows(summary.record.id)]
     assert statuses[1] is JobStatus.FAILED
-    assert summary.trials[1].failure_reason == "worker 1 failed: ValueError: bad shard on rank 1"
+    assert (
+        session.store.trials.rows(summary.record.id)[1].failure_reason
+        == "worker 1 failed: ValueError: bad shard on rank 1"
+    )
     assert statuses.count(JobStatus.COMPLETED) == 3
-    assert summary.record.best_training_job != summary.trials[1].id
+    assert summary.record.best_training_job != session.store.trials.rows(summary.record.id)[1].id
 
 
 def test_reaching_the_target_starts_no_more_trials(session: Session) -> None:
@@ -119,7 +124,7 @@ def test_reaching_the_target_starts_no_more_trials(session: Session) -> None:
         max_jobs=8, max_parallel_jobs=1, strategy="Random", hyperband=None, target_objective=10.0
     )  # any logloss reaches it
     summary = _tune(session, spec)
-    assert len(summary.trials) == 1
+    assert len(session.store.trials.rows(summary.record.id)) == 1
     assert summary.record.status is JobStatus.COMPLETED
 
 
@@ -139,10 +144,12 @@ def test_a_stop_request_stops_running_trials(session: Session) -> None:
     summary = summarize(session.store, tuning_id)
     assert summary.record.status is JobStatus.STOPPED
     assert summary.record.failure_reason == "stop requested"
-    assert len(summary.trials) == 2  # the first two had started; no more did
-    assert all(t.status is JobStatus.STOPPED for t in summary.trials), [
-        (t.status, t.failure_reason) for t in summary.trials
-    ]
+    assert (
+        len(session.store.trials.rows(summary.record.id)) == 2
+    )  # the first two had started; no more did
+    assert all(
+        t.status is JobStatus.STOPPED for t in session.store.trials.rows(summary.record.id)
+    ), [(t.status, t.failure_reason) for t in session.store.trials.rows(summary.record.id)]
 
 
 def test_analytics_has_a_row_per_job_with_the_reference_columns(session: Session) -> None:
@@ -164,7 +171,9 @@ def test_analytics_has_a_row_per_job_with_the_reference_columns(session: Session
         "StopReason",
     ):
         assert column in frame.columns
-    assert set(frame["TrainingJobName"]) == {t.id for t in summary.trials}
+    assert set(frame["TrainingJobName"]) == {
+        t.id for t in session.store.trials.rows(summary.record.id)
+    }
 
 
 def test_cluster_size_as_a_tuned_choice(session: Session) -> None:
@@ -180,9 +189,9 @@ def test_cluster_size_as_a_tuned_choice(session: Session) -> None:
         },
     )
     summary = _tune(session, spec)
-    sizes = {t.instance_count for t in summary.trials}
+    sizes = {t.instance_count for t in session.store.trials.rows(summary.record.id)}
     assert sizes == {1, 2}, "seed 2 draws both sizes in 4 trials"
-    for trial in summary.trials:
+    for trial in session.store.trials.rows(summary.record.id):
         assert "instance_count" not in trial.hyperparameters
         assert trial.billable_seconds == pytest.approx(
             trial.instance_count * (trial.wall_seconds or 0)
@@ -207,7 +216,10 @@ def test_warm_start_from_a_parent_tuning_job(session: Session) -> None:
     tuner.run(child_id, child_spec)
     child = summarize(session.store, child_id)
     assert child.record.status is JobStatus.COMPLETED
-    assert [t.trial_number for t in child.trials] == [0, 1]  # its own numbering
+    assert [t.trial_number for t in session.store.trials.rows(child.record.id)] == [
+        0,
+        1,
+    ]  # its own numbering
     assert child.record.best_training_job is not None
     assert child.record.best_training_job.startswith(child_id)  # best of its own trials
 
@@ -253,7 +265,7 @@ def test_progress_counts_trials_by_outcome(session: Session) -> None:
     tuner.run(tuning_id, spec)
     assert seen[0].running == 2  # the first two started at once
     last = seen[-1]
-    statuses = [t.status for t in summarize(session.store, tuning_id).trials]
+    statuses = [t.status for t in session.store.trials.rows(tuning_id)]
     ended_before_last = last.completed + last.stopped + last.failed
     assert ended_before_last + last.running == 3
     assert last.completed <= statuses.count(JobStatus.COMPLETED)

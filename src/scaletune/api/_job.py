@@ -5,12 +5,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from scaletune.api._waiting import join_or_stop
 from scaletune.store import AttemptRecord, Store, TrainingJobRecord
 from scaletune.training import Stopper, reconcile_orphan
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class TrainingJob:
@@ -41,6 +43,8 @@ class TrainingJob:
 
     def metrics(self, name: str | None = None) -> pd.DataFrame:
         """One row per reported point: name, step, value, time (UTC)."""
+        import pandas as pd
+
         points = self._store.metrics(self.id, name)
         frame = pd.DataFrame(
             [(p.name, p.step, p.value, p.time) for p in points],

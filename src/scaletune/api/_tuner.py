@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from scaletune.api._estimator import ChannelInput, Estimator
 from scaletune.api._session import Session
@@ -14,6 +12,9 @@ from scaletune.api._waiting import join_or_stop
 from scaletune.spec import tuning_spec_from_dict
 from scaletune.store import Store
 from scaletune.tuning import TuningController, TuningSummary, analytics_dataframe, summarize
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class TuningJob:

@@ -8,13 +8,13 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from scaletune.api import Session
 from scaletune.cli._experiment import convergence, experiment_app, report
 from scaletune.cli._options import (
     BackendOption,
@@ -22,21 +22,20 @@ from scaletune.cli._options import (
     RayAddressOption,
     StoreOption,
     err,
+    open_store,
     out,
 )
-from scaletune.cli._render import job_summary, jobs_table, print_json, progress
+from scaletune.cli._render import job_summary, jobs_table, print_json, print_table, progress
 from scaletune.cli._tuning import tune, tuning_app
-from scaletune.cluster import make_backend
 from scaletune.errors import InvalidInputError, ScaletuneError, StoreError
-from scaletune.spec import BackendName, TrainingJobSpec, load_training_spec
-from scaletune.store import JobStatus, TrainingJobRecord
-from scaletune.training import (
-    JobPaths,
-    PreparedJob,
-    Stopper,
-    TrainingController,
-    reconcile_orphan,
-)
+from scaletune.store import JobStatus
+
+# Each command imports what it uses when it runs: `scaletune --help` and the commands that
+# read records load no training stack, scikit-learn, torch, xgboost, matplotlib or Ray.
+if TYPE_CHECKING:
+    from scaletune.spec import BackendName
+    from scaletune.store import Store, TrainingJobRecord
+    from scaletune.training import PreparedJob, Stopper, TrainingController
 
 PREEMPTION_GRACE_SECONDS = 30.0  # after SIGTERM, for the workers to checkpoint and end
 
@@ -70,9 +69,18 @@ def train(
     ray_address: RayAddressOption = None,
 ) -> None:
     """Run a training job and print its summary."""
+    from scaletune.spec import load_training_spec
+
     chosen = [f"cluster.backend={backend}"] if backend else []
     spec = load_training_spec(file, [*(overrides or ()), *chosen])
-    _run_job(spec, store, json_output, ray_address)
+    _run_prepared(
+        spec.cluster.backend,
+        lambda controller: controller.prepare(spec),
+        store,
+        json_output,
+        ray_address,
+        spec.instance_count * spec.cluster.cpus_per_worker,
+    )
 
 
 @app.command()
@@ -99,31 +107,73 @@ def demo(
 @jobs_app.command("list")
 def jobs_list(
     status: Annotated[JobStatus | None, typer.Option(help="Only jobs with this status.")] = None,
+    tuning_job: Annotated[
+        str | None, typer.Option("--tuning-job", help="Only the trials of this tuning job.")
+    ] = None,
     limit: Annotated[int, typer.Option(min=1, help="At most this many, newest first.")] = 20,
+    offset: Annotated[
+        int, typer.Option(min=0, help="Skip this many first: the next page is --offset LIMIT.")
+    ] = 0,
     json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     store: StoreOption = None,
 ) -> None:
     """List training jobs, newest first."""
-    with Session(store) as session:
+    from scaletune.training import reconcile_orphan
+
+    with open_store(store) as records:
         now = time.time()
-        records = [
-            reconcile_orphan(session.store, record, now)
-            for record in session.store.list_training_jobs(status=status, limit=limit)
+        jobs = [
+            reconcile_orphan(records, record, now)
+            for record in records.list_training_jobs(
+                status=status, tuning_job_id=tuning_job, limit=limit, offset=offset
+            )
         ]
     if json_output:
-        print_json([record.to_json_dict() for record in records])
+        print_json([record.to_json_dict() for record in jobs])
     else:
-        jobs_table(out, records)
+        jobs_table(out, jobs)
 
 
 @jobs_app.command("show")
 def jobs_show(job_id: str, json_output: JsonOption = False, store: StoreOption = None) -> None:
     """Show one training job."""
-    with Session(store) as session:
-        record = reconcile_orphan(
-            session.store, session.store.get_training_job(job_id), time.time()
-        )
-        _show(session, record, json_output)
+    from scaletune.training import reconcile_orphan
+
+    with open_store(store) as records:
+        record = reconcile_orphan(records, records.get_training_job(job_id), time.time())
+        _show(records, record, json_output)
+
+
+@jobs_app.command("metrics")
+def jobs_metrics(
+    job_id: str,
+    name: Annotated[
+        str | None, typer.Option("--name", help="One metric (default: every one).")
+    ] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    store: StoreOption = None,
+) -> None:
+    """A job's reported metrics, step by step (one indexed read)."""
+    with open_store(store) as records:
+        records.get_training_job(job_id)  # an unknown id is an error, not an empty list
+        points = records.metrics(job_id, name)
+    if json_output:
+        print_json([dataclasses.asdict(point) for point in points])
+        return
+    print_table(
+        out,
+        ("name", "step", "value", "time (UTC)"),
+        (
+            (
+                p.name,
+                str(p.step),
+                f"{p.value:.6g}",
+                datetime.fromtimestamp(p.time, UTC).isoformat(timespec="milliseconds"),
+            )
+            for p in points
+        ),
+        right=("step", "value"),
+    )
 
 
 @jobs_app.command("resume")
@@ -134,17 +184,19 @@ def jobs_resume(
     ray_address: RayAddressOption = None,
 ) -> None:
     """Continue a Stopped or Failed job from its latest checkpoint (same id, a new attempt)."""
-    with Session(store) as session:  # a job whose controller died is Failed from now on
-        record = reconcile_orphan(
-            session.store, session.store.get_training_job(job_id), time.time()
-        )
-    backend = BackendName(record.spec.get("cluster", {}).get("backend", BackendName.LOCAL))
+    from scaletune.spec import BackendName
+    from scaletune.training import reconcile_orphan
+
+    with open_store(store) as records:  # a job whose controller died is Failed from now on
+        record = reconcile_orphan(records, records.get_training_job(job_id), time.time())
+    cluster = record.spec.get("cluster", {})
     _run_prepared(
-        backend,
+        BackendName(cluster.get("backend", BackendName.LOCAL)),
         lambda controller: controller.prepare_resume(job_id),
         store,
         json_output,
         ray_address,
+        record.instance_count * float(cluster.get("cpus_per_worker", 1.0)),
     )
 
 
@@ -155,8 +207,10 @@ def jobs_logs(
     store: StoreOption = None,
 ) -> None:
     """Print a worker's log."""
-    with Session(store) as session:
-        record = session.store.get_training_job(job_id)
+    from scaletune.training import JobPaths
+
+    with open_store(store) as records:
+        record = records.get_training_job(job_id)
     if worker >= record.instance_count:
         raise InvalidInputError(
             f"--worker {worker}: job {job_id!r} has workers 0 to {record.instance_count - 1}"
@@ -170,28 +224,16 @@ def jobs_logs(
 @jobs_app.command("stop")
 def jobs_stop(job_id: str, store: StoreOption = None) -> None:
     """Stop a running training job (its controller ends the workers)."""
-    with Session(store) as session:
-        record = session.store.get_training_job(job_id)
+    from scaletune.training import reconcile_orphan
+
+    with open_store(store) as records:
+        record = records.get_training_job(job_id)
         if record.status.is_terminal:
             out.print(f"job {job_id} already ended: {record.status.value}")
             return
-        session.store.request_stop(job_id)
-        record = reconcile_orphan(
-            session.store, session.store.get_training_job(job_id), time.time()
-        )
+        records.request_stop(job_id)
+        record = reconcile_orphan(records, records.get_training_job(job_id), time.time())
     out.print(f"stop requested for job {job_id} (status {record.status.value})")
-
-
-def _run_job(
-    spec: TrainingJobSpec, store: str | None, json_output: bool, ray_address: str | None = None
-) -> None:
-    _run_prepared(
-        spec.cluster.backend,
-        lambda controller: controller.prepare(spec),
-        store,
-        json_output,
-        ray_address,
-    )
 
 
 def _run_prepared(
@@ -199,9 +241,17 @@ def _run_prepared(
     prepare: Callable[[TrainingController], PreparedJob],
     store: str | None,
     json_output: bool,
-    ray_address: str | None = None,
+    ray_address: str | None,
+    cpus_needed: float,
 ) -> None:
-    backend = make_backend(backend_name, ray_address, warm_pool=False)
+    from scaletune.api import Session
+    from scaletune.cluster import make_backend
+    from scaletune.training import Stopper
+
+    backend = make_backend(backend_name, ray_address, cpus_needed, warm_pool=False)
+    notice = getattr(backend, "notice", None)
+    if notice:  # on stderr: --json's stdout stays one object
+        err.print(notice, highlight=False, soft_wrap=True)
     with contextlib.closing(backend), Session(store, backend=backend) as session:
         job = prepare(session.controller)
         spec = job.spec
@@ -219,10 +269,17 @@ def _run_prepared(
                 )
         except KeyboardInterrupt:
             record = session.store.get_training_job(job.id)
-            _show(session, record, json_output)
+            _show(session.store, record, json_output)
             raise typer.Exit(130) from None
-        _show(session, record, json_output)
+        _show(session.store, record, json_output)
     if record.status is not JobStatus.COMPLETED:
+        if record.status is JobStatus.FAILED:  # why, on stderr too: the table is on stdout
+            reason = (record.failure_reason or "no reason recorded").splitlines()[0]
+            err.print(
+                f"[red]error:[/red] job {record.id} failed: {reason}",
+                highlight=False,
+                soft_wrap=True,
+            )
         raise typer.Exit(1)
 
 
@@ -245,9 +302,9 @@ def _preemptible(job_id: str, stop: Stopper) -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _show(session: Session, record: TrainingJobRecord, json_output: bool) -> None:
-    rejected = session.store.rejected(record.id)
-    attempts = session.store.attempts.of(record.id)
+def _show(store: Store, record: TrainingJobRecord, json_output: bool) -> None:
+    rejected = store.rejected(record.id)
+    attempts = store.attempts.of(record.id)
     if json_output:
         print_json(
             record.to_json_dict()

@@ -6,25 +6,17 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
-from scaletune.api import Session
-from scaletune.cli._options import JsonOption, StoreOption, err, out
-from scaletune.cli._render import print_json
+from scaletune.cli._options import JsonOption, StoreOption, err, open_store, out
+from scaletune.cli._render import print_json, print_table
 from scaletune.errors import InvalidInputError
-from scaletune.experiment import (
-    ExperimentProgress,
-    Report,
-    convergence_report,
-    plan_for,
-    run_convergence,
-    tuning_job_report,
-)
-from scaletune.spec import AlgorithmName
-from scaletune.tuning import analytics_dataframe, summarize
+
+if TYPE_CHECKING:  # the experiment (matplotlib, the training stack) loads when a command runs
+    from scaletune.experiment import ExperimentProgress, Report
+    from scaletune.spec import AlgorithmName
 
 experiment_app = typer.Typer(no_args_is_help=True, help="Reproduce the reference's experiments.")
 
@@ -47,6 +39,8 @@ def parse_workers(text: str) -> list[int]:
 
 
 def _algorithm(text: str) -> AlgorithmName:
+    from scaletune.spec import AlgorithmName
+
     try:
         return AlgorithmName(text)
     except ValueError:
@@ -129,6 +123,9 @@ def convergence(
 ) -> None:
     """1 worker vs N, Hyperband tuning of the N-worker job, the tuned job retrained: the
     reference's tables side by side with scaletune's, pictures, and an HTML report."""
+    from scaletune.api import Session
+    from scaletune.experiment import convergence_report, plan_for, run_convergence
+
     plan = plan_for(
         _algorithm(algorithm),
         _data(data),
@@ -159,10 +156,7 @@ def show_report(report: Report) -> None:
     out.print(report.intro, highlight=False, markup=False)
     for title, rows, note in report.tables:
         header, *body = rows
-        table = Table(*header, title=title, title_justify="left", header_style="bold")
-        for row in body:
-            table.add_row(*row)
-        out.print(table)
+        print_table(out, header, body, title=title)
         if note:
             out.print(note, highlight=False, markup=False)
 
@@ -173,12 +167,15 @@ def report(
     store: StoreOption = None,
 ) -> None:
     """Write the HTML report (tables, pictures, configuration) of a stored tuning job."""
-    with Session(store, backend=None) as session:
-        summary = summarize(session.store, tuning_job_id)
+    from scaletune.experiment import tuning_job_report
+    from scaletune.tuning import summarize
+
+    with open_store(store) as records:
+        summary = summarize(records, tuning_job_id)
         metric = str(summary.record.spec.get("objective_metric"))
-        curves = {t.id: session.store.metrics(t.id, metric) for t in summary.trials}
-        analytics = analytics_dataframe(session.store, tuning_job_id)
-    document = tuning_job_report(summary, curves, analytics)
+        trials = records.trials.rows(tuning_job_id)
+        curves = records.trials.curves(tuning_job_id, metric)
+    document = tuning_job_report(summary, trials, curves)
     document.command = _command_line()
     page = document.write(out_dir or Path("scaletune-results") / f"tuning-{tuning_job_id}")
     show_report(document)

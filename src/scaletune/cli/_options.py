@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+
+if TYPE_CHECKING:
+    from scaletune.store import Store
 
 err = Console(stderr=True)
 out = Console()
@@ -36,3 +39,11 @@ RayAddressOption = Annotated[
         "the ray backend starts a local Ray instance for the run and stops it after.",
     ),
 ]
+
+
+def open_store(store: str | None) -> Store:
+    """The store alone, for commands that only read or flag records: no backend, no
+    training stack (`with open_store(store) as records: ...`)."""
+    from scaletune.store import Store, resolve_store
+
+    return Store(resolve_store(store).url)

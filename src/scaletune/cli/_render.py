@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from collections.abc import Collection, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
-from scaletune.diagnostics import critical_batch_advice
 from scaletune.store import AttemptRecord, JobStatus, RejectedMetric, TrainingJobRecord
-from scaletune.worker import Report
+
+if TYPE_CHECKING:
+    from scaletune.worker import Report
 
 _STATUS_STYLE = {
     JobStatus.COMPLETED: "green",
@@ -20,6 +22,49 @@ _STATUS_STYLE = {
     JobStatus.IN_PROGRESS: "cyan",
     JobStatus.PENDING: "white",
 }
+
+
+def print_table(
+    console: Console,
+    header: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    *,
+    title: str | None = None,
+    right: Collection[str] = (),
+) -> None:
+    """A table when it fits the width (80 columns when piped); else one block of
+    `name  value` lines per record, so that nothing is cut short or wrapped mid-word. A
+    two-column table (a measure and its value) stays a table, its values wrapped."""
+    rows = list(rows)
+    table = Table(box=None, header_style="bold", title=title, title_justify="left")
+    for index, name in enumerate(header):
+        table.add_column(
+            name,
+            justify="right" if name in right else "left",
+            no_wrap=len(header) != 2 or index == 1,  # a measure wraps at words; ids never
+            overflow="fold",
+        )
+    if len(header) == 2:
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+        return
+    for row in rows:
+        table.add_row(*row)
+    unbounded = console.options.update_width(1_000_000)  # measuring clamps to the width given
+    if console.measure(table, options=unbounded).maximum <= console.width:
+        console.print(table)
+        return
+    if title:
+        console.print(f"[italic]{title}[/italic]", highlight=False)
+    for row in rows:
+        block = Table(show_header=False, box=None, pad_edge=False)
+        block.add_column(style="bold", no_wrap=True)
+        block.add_column(overflow="fold")
+        for name, value in zip(header, row, strict=True):
+            block.add_row(name, value)
+        console.print(block)
+        console.print()
 
 
 def print_json(value: Any) -> None:
@@ -38,6 +83,8 @@ def job_summary(
     rejected: list[RejectedMetric] | None = None,
     attempts: list[AttemptRecord] | None = None,
 ) -> None:
+    from scaletune.diagnostics import critical_batch_advice
+
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold", no_wrap=True)
     table.add_column(overflow="fold")  # paths are never cut short
@@ -85,24 +132,22 @@ def _attempt_line(attempt: AttemptRecord) -> str:
 
 
 def jobs_table(console: Console, records: list[TrainingJobRecord]) -> None:
-    table = Table(box=None, header_style="bold")
-    table.add_column("id", no_wrap=True)
-    table.add_column("status", no_wrap=True)
-    table.add_column("workers", justify="right")
-    table.add_column("wall s", justify="right")
-    table.add_column("worker-s", justify="right")
-    table.add_column("validation", overflow="fold", min_width=18)
-    for record in records:
-        style = _STATUS_STYLE[record.status]
-        table.add_row(
-            record.id,
-            f"[{style}]{record.status.value}[/{style}]",
-            str(record.instance_count),
-            _seconds(record.wall_seconds),
-            _seconds(record.billable_seconds),
-            _headline(record.final_metrics),
-        )
-    console.print(table)
+    print_table(
+        console,
+        ("id", "status", "workers", "wall s", "worker-s", "validation"),
+        (
+            (
+                record.id,
+                f"[{_STATUS_STYLE[record.status]}]{record.status.value}[/]",
+                str(record.instance_count),
+                _seconds(record.wall_seconds),
+                _seconds(record.billable_seconds),
+                _headline(record.final_metrics),
+            )
+            for record in records
+        ),
+        right=("workers", "wall s", "worker-s"),
+    )
 
 
 def _headline(metrics: dict[str, float]) -> str:

@@ -8,31 +8,36 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
-from scaletune.api import Session
 from scaletune.cli._options import (
     BackendOption,
     JsonOption,
     RayAddressOption,
     StoreOption,
     err,
+    open_store,
     out,
 )
-from scaletune.cli._render import print_json
-from scaletune.cluster import make_backend
-from scaletune.spec import BackendName, load_tuning_spec
-from scaletune.store import JobStatus, Store, resolve_store
-from scaletune.tuning import (
-    TuningController,
-    TuningProgress,
-    TuningSummary,
-    analytics_dataframe,
-    summarize,
-)
+from scaletune.cli._render import print_json, print_table
+from scaletune.store import JobStatus
+
+if TYPE_CHECKING:  # the tuner and the training stack load only in the commands that run jobs
+    from scaletune.api import Session
+    from scaletune.cluster import Backend
+    from scaletune.spec import TuningJobSpec
+    from scaletune.store import Store
+    from scaletune.tuning import TuningController, TuningSummary
+
+
+def _summarize(store: Store, tuning_id: str) -> TuningSummary:
+    from scaletune.tuning import summarize  # SQL aggregates: no tuner, no training stack
+
+    return summarize(store, tuning_id)
+
 
 tuning_app = typer.Typer(no_args_is_help=True, help="Look at and stop tuning jobs.")
 
@@ -57,16 +62,20 @@ def tune(
     ray_address: RayAddressOption = None,
 ) -> None:
     """Run a tuning job: every trial is a distributed training job."""
+    from scaletune.api import Session
+    from scaletune.spec import load_tuning_spec
+    from scaletune.tuning import TuningController
+
     chosen = [f"training.cluster.backend={backend}"] if backend else []
     spec = load_tuning_spec(file, [*(overrides or ()), *chosen])
-    workers = make_backend(spec.training.cluster.backend, ray_address)
+    workers = _backend(spec, ray_address)
     with contextlib.closing(workers), Session(store, backend=workers) as session:
         tuner = TuningController(session.controller)
         tuning_id = tuner.create(spec)
         if no_wait:
             log = _run_in_background(session, tuning_id, ray_address)
             if json_output:
-                print_json(summarize(session.store, tuning_id).to_json_dict())
+                print_json(_summarize(session.store, tuning_id).to_json_dict())
             else:
                 out.print(
                     f"tuning job {tuning_id} started in the background (log: {log}); "
@@ -92,14 +101,30 @@ def tuning_resume(
     ray_address: RayAddressOption = None,
 ) -> None:
     """Finish a tuning job whose controller died (even by kill -9): nothing runs twice."""
-    with Store(resolve_store(store).url) as records:  # which backend its trials ask for
-        spec = records.get_tuning_job(tuning_id).spec
-    name = BackendName(spec.get("training", {}).get("cluster", {}).get("backend", "local"))
-    workers = make_backend(name, ray_address)
+    from scaletune.api import Session
+    from scaletune.spec import tuning_spec_from_dict
+    from scaletune.tuning import TuningController
+
+    with open_store(store) as records:  # which backend its trials ask for, how many at once
+        spec = tuning_spec_from_dict(records.get_tuning_job(tuning_id).spec)
+    workers = _backend(spec, ray_address)
     with contextlib.closing(workers), Session(store, backend=workers) as session:
         tuner = TuningController(session.controller)
         summary = _with_progress(session, tuner, tuning_id, lambda: tuner.resume(tuning_id))
     _finish(summary, json_output)
+
+
+def _backend(spec: TuningJobSpec, ray_address: str | None) -> Backend:
+    """The backend its trials ask for; a Ray instance started here fits all that run at once."""
+    from scaletune.cluster import make_backend
+
+    cluster = spec.training.cluster
+    cpus = spec.max_parallel_jobs * spec.max_instance_count * cluster.cpus_per_worker
+    workers = make_backend(cluster.backend, ray_address, cpus)
+    notice = getattr(workers, "notice", None)
+    if notice:  # on stderr: --json's stdout stays one object
+        err.print(notice, highlight=False, soft_wrap=True)
+    return workers
 
 
 def _run_in_background(session: Session, tuning_id: str, ray_address: str | None) -> Path:
@@ -126,6 +151,8 @@ def _with_progress(
     session: Session, tuner: TuningController, tuning_id: str, action: Callable[[], object]
 ) -> TuningSummary:
     """Run `action` with a live line on a terminal; the summary, whatever happened."""
+    from scaletune.tuning import TuningProgress
+
     with err.status("tuning: starting") as status:
 
         def show(progress: TuningProgress) -> None:
@@ -140,7 +167,7 @@ def _with_progress(
         try:
             action()
         finally:
-            summary = summarize(session.store, tuning_id)
+            summary = _summarize(session.store, tuning_id)
     return summary
 
 
@@ -165,13 +192,13 @@ def tuning_replay(
 ) -> None:
     """Run a finished tuning job again in simulated time, on the learning curves its trials
     recorded: what would this strategy, seed or budget have done? Takes seconds, trains nothing."""
+    import time
+
     from scaletune.simulation import replay_tuning
 
-    with Session(store) as session:
-        record = replay_tuning(
-            session.store, tuning_id, overrides or (), start_time=session.clock.time()
-        )
-        summary = summarize(session.store, record.id)
+    with open_store(store) as records:
+        record = replay_tuning(records, tuning_id, overrides or (), start_time=time.time())
+        summary = _summarize(records, record.id)
     if not json_output:
         err.print(f"replay of {tuning_id} (simulated time):", highlight=False)
     _show(summary, json_output)
@@ -184,35 +211,38 @@ def tuning_list(
     store: StoreOption = None,
 ) -> None:
     """List tuning jobs, newest first."""
-    with Session(store) as session:
+    with open_store(store) as records:
         summaries = [
-            summarize(session.store, record.id)
-            for record in session.store.list_tuning_jobs(limit=limit)
+            _summarize(records, record.id) for record in records.list_tuning_jobs(limit=limit)
         ]
     if json_output:
         print_json([summary.to_json_dict() for summary in summaries])
         return
-    table = Table(box=None, header_style="bold")
-    for column in ("id", "status", "strategy", "jobs", "best", "worker-s"):
-        table.add_column(column, no_wrap=column != "best")
-    for summary in summaries:
-        best = summary.record.best_objective
-        table.add_row(
-            summary.record.id,
-            summary.record.status.value,
-            summary.record.strategy,
-            str(len(summary.trials)),
-            "-" if best is None else f"{best:.4f}",
-            f"{summary.billable_seconds:.1f}",
-        )
-    out.print(table)
+    print_table(
+        out,
+        ("id", "status", "strategy", "jobs", "best", "worker-s"),
+        (
+            (
+                summary.record.id,
+                summary.record.status.value,
+                summary.record.strategy,
+                str(summary.trial_count),
+                "-"
+                if summary.record.best_objective is None
+                else f"{summary.record.best_objective:.4f}",
+                f"{summary.billable_seconds:.1f}",
+            )
+            for summary in summaries
+        ),
+        right=("jobs", "best", "worker-s"),
+    )
 
 
 @tuning_app.command("show")
 def tuning_show(tuning_id: str, json_output: JsonOption = False, store: StoreOption = None) -> None:
     """Show a tuning job: best job, job counts, cost and time."""
-    with Session(store) as session:
-        summary = summarize(session.store, tuning_id)
+    with open_store(store) as records:
+        summary = _summarize(records, tuning_id)
     _show(summary, json_output)
 
 
@@ -223,8 +253,10 @@ def tuning_analytics(
     store: StoreOption = None,
 ) -> None:
     """One row per training job: hyperparameters, status, objective, times, cost."""
-    with Session(store) as session:
-        frame = analytics_dataframe(session.store, tuning_id)
+    from scaletune.tuning import analytics_dataframe
+
+    with open_store(store) as records:
+        frame = analytics_dataframe(records, tuning_id)
     if csv is not None:
         frame.to_csv(csv, index=False)
         out.print(f"wrote {len(frame)} rows to {csv}")
@@ -235,12 +267,12 @@ def tuning_analytics(
 @tuning_app.command("stop")
 def tuning_stop(tuning_id: str, store: StoreOption = None) -> None:
     """Stop a tuning job: its running training jobs are stopped, no new ones start."""
-    with Session(store) as session:
-        record = session.store.get_tuning_job(tuning_id)
+    with open_store(store) as records:
+        record = records.get_tuning_job(tuning_id)
         if record.status.is_terminal:
             out.print(f"tuning job {tuning_id} already ended: {record.status.value}")
             return
-        session.store.request_tuning_stop(tuning_id)
+        records.request_tuning_stop(tuning_id)
     out.print(f"stop requested for tuning job {tuning_id}")
 
 

@@ -68,12 +68,16 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
-def make_backend(name: BackendName, ray_address: str | None = None, **options: Any) -> Backend:
-    """The backend a job or tuning job asks for; Ray's is imported only when asked for."""
+def make_backend(
+    name: BackendName, ray_address: str | None = None, cpus_needed: float = 0.0, **options: Any
+) -> Backend:
+    """The backend a job or tuning job asks for; Ray's is imported only when asked for.
+    `cpus_needed`: the most CPUs of workers a run asks at once, to size a Ray instance
+    started here (a joined cluster is what it is)."""
     if name is BackendName.RAY:
         from scaletune.cluster._ray import RayBackend
 
-        return RayBackend(address=ray_address, **options)
+        return RayBackend(address=ray_address, cpus_needed=cpus_needed, **options)
     if ray_address is not None:
         raise InvalidInputError(
             f"--ray-address {ray_address!r} goes with the ray backend, not {name.value!r}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib
+import math
 import os
 import pickle
 import sys
@@ -25,7 +26,12 @@ from scaletune.cluster._backend import Abandon
 from scaletune.cluster._process import run_payload
 from scaletune.cluster._programs import check_importable
 from scaletune.cluster._rendezvous import LOOPBACK, free_port
-from scaletune.errors import InvalidInputError, LaunchAbandonedError, WorkerStartError
+from scaletune.errors import (
+    ClusterTooSmallError,
+    InvalidInputError,
+    LaunchAbandonedError,
+    WorkerStartError,
+)
 from scaletune.spec import BackendName, ClusterSpec, Placement
 from scaletune.worker import Exited, Failed, Finished, LogOutput, WorkerEvent, WorkerTask
 
@@ -181,6 +187,7 @@ class RayBackend:
         preload: tuple[str, ...] = DEFAULT_PRELOAD,
         start_timeout_seconds: float = 120.0,
         num_cpus: int | None = None,
+        cpus_needed: float = 0.0,
     ) -> None:
         try:
             ray: Any = importlib.import_module("ray")  # Any: its stubs are partial
@@ -190,7 +197,10 @@ class RayBackend:
             ) from None
         self._ray = ray
         self._started_ray = False
+        self.notice: str | None = None  # how the Ray instance it started was sized, if notable
         if not ray.is_initialized():
+            if address is None and num_cpus is None:
+                num_cpus, self.notice = _local_cpus(cpus_needed)
             ray.init(
                 address=address,
                 num_cpus=num_cpus if address is None else None,
@@ -331,9 +341,11 @@ class RayBackend:
         wanted = {key: value * count for key, value in resources.bundle().items()}
         totals = self._ray.cluster_resources()
         if any(totals.get(key, 0.0) < value for key, value in wanted.items()):
-            raise WorkerStartError(  # waiting would never end
+            raise ClusterTooSmallError(  # waiting would never end
                 f"{count} workers of {resources.bundle()} can never be placed: they need "
-                f"{wanted}, the cluster has {_totals(totals)}"
+                f"{wanted}, the Ray cluster has {_totals(totals)}; ask less of each worker "
+                "(cluster.cpus_per_worker = 0.5, say) or give the cluster more "
+                f"(ray start --num-cpus {math.ceil(wanted.get('CPU', 0.0))})"
             )
 
     def _place(
@@ -499,9 +511,29 @@ class RayWorkerGroup:
             self._backend._destroy(self._placed)
 
 
-def _totals(resources: dict[str, float]) -> dict[str, float]:
-    """CPU, GPU and memory only: Ray also lists every placement group's own keys."""
-    return {key: value for key, value in resources.items() if key in ("CPU", "GPU", "memory")}
+def _local_cpus(needed: float) -> tuple[int, str | None]:
+    """Logical CPUs for a Ray instance started here: this machine's cores, or what the job
+    asks at once if that is more. The local backend runs such a job on fewer cores too (the
+    workers share them); Ray would refuse to place it."""
+    cores = os.cpu_count() or 1
+    wanted = math.ceil(needed)
+    if wanted <= cores:
+        return cores, None
+    return wanted, (
+        f"Ray: started with {wanted} logical CPUs on this machine's {cores} cores, so that "
+        f"the job's {needed:g} CPUs of workers fit; they share the cores, as local workers do"
+    )
+
+
+def _totals(resources: dict[str, float]) -> dict[str, float | str]:
+    """CPU, GPU and memory only (Ray also lists every placement group's own keys), in that
+    order; memory in GiB."""
+    shown: dict[str, float | str] = {
+        key: resources[key] for key in ("CPU", "GPU") if key in resources
+    }
+    if "memory" in resources:
+        shown["memory"] = f"{resources['memory'] / 2**30:.1f} GiB"
+    return shown
 
 
 def _first_line(error: BaseException) -> str:

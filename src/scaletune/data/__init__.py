@@ -1,22 +1,54 @@
 """Datasets: CSV channels (local or at URLs), built-in datasets, and the per-worker shards of
-them."""
+them.
 
-from scaletune.data._bank_marketing import download_bank_marketing, prepare_bank_marketing
-from scaletune.data._bundled import prepare_breast_cancer
-from scaletune.data._channels import PreparedDatasets, load_channels, prepare_builtin
-from scaletune.data._csv import read_csv_table
-from scaletune.data._idx import IMAGES_MAGIC, LABELS_MAGIC, read_idx
-from scaletune.data._images import download_mnist, prepare_digits, prepare_mnist
-from scaletune.data._remote import (
-    filesystem,
-    get_folder,
-    join_url,
-    put_folder,
-    reading,
-    remove_url,
-)
-from scaletune.data._table import Table, TableFiles, shard_bounds
+Names load on first use: a path helper does not load numpy and every dataset's reader."""
 
+from typing import TYPE_CHECKING
+
+from scaletune._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from scaletune.data._bank_marketing import download_bank_marketing, prepare_bank_marketing
+    from scaletune.data._bundled import prepare_breast_cancer
+    from scaletune.data._channels import PreparedDatasets, load_channels, prepare_builtin
+    from scaletune.data._csv import read_csv_table
+    from scaletune.data._idx import IMAGES_MAGIC, LABELS_MAGIC, read_idx
+    from scaletune.data._images import download_mnist, prepare_digits, prepare_mnist
+    from scaletune.data._remote import (
+        filesystem,
+        get_folder,
+        join_url,
+        put_folder,
+        reading,
+        remove_url,
+    )
+    from scaletune.data._table import Table, TableFiles, shard_bounds
+
+_WHERE = {
+    "download_bank_marketing": "_bank_marketing",
+    "prepare_bank_marketing": "_bank_marketing",
+    "prepare_breast_cancer": "_bundled",
+    "PreparedDatasets": "_channels",
+    "load_channels": "_channels",
+    "prepare_builtin": "_channels",
+    "read_csv_table": "_csv",
+    "IMAGES_MAGIC": "_idx",
+    "LABELS_MAGIC": "_idx",
+    "read_idx": "_idx",
+    "download_mnist": "_images",
+    "prepare_digits": "_images",
+    "prepare_mnist": "_images",
+    "filesystem": "_remote",
+    "get_folder": "_remote",
+    "join_url": "_remote",
+    "put_folder": "_remote",
+    "reading": "_remote",
+    "remove_url": "_remote",
+    "Table": "_table",
+    "TableFiles": "_table",
+    "shard_bounds": "_table",
+}
+__getattr__ = lazy_names(__name__, _WHERE)
 __all__ = [
     "IMAGES_MAGIC",
     "LABELS_MAGIC",

@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from scaletune.data._download import fetch_zip_member
 from scaletune.data._table import Table
@@ -40,6 +39,8 @@ def download_bank_marketing(url: str = SOURCE_URL, destination: Path | None = No
 
 def prepare_bank_marketing(file: Path) -> dict[str, Table]:
     """Indicator columns, one-hot, dropped columns, shuffle with seed 1729, 85/5/10 split."""
+    import pandas as pd  # heavy; only this dataset needs it
+
     try:
         raw = pd.read_csv(file, sep=";")
     except (OSError, ValueError) as exc:

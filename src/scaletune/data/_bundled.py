@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from sklearn.datasets import load_breast_cancer
 
 from scaletune.data._table import Table
 
@@ -13,6 +12,8 @@ SPLIT_FRACTIONS = (0.7, 0.15, 0.15)  # train, validation, test
 
 def prepare_breast_cancer() -> dict[str, Table]:
     """scikit-learn's Wisconsin breast cancer set (569 rows, 30 features), label 1 = benign."""
+    from sklearn.datasets import load_breast_cancer  # a heavy import, for this dataset only
+
     bunch = load_breast_cancer()
     features = np.asarray(bunch.data, dtype=np.float32)
     labels = np.asarray(bunch.target, dtype=np.float32)

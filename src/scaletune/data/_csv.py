@@ -7,7 +7,6 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 import numpy as np
-import pandas as pd
 from fsspec import AbstractFileSystem
 
 from scaletune.data._remote import filesystem, reading
@@ -86,6 +85,8 @@ def _read_one(file: str, read: Callable[[], bytes]) -> Table:
             )
     body = "\n".join(line for _, line in lines)
     try:
+        import pandas as pd  # its CSV parser; loaded only when a CSV is read
+
         values = pd.read_csv(io.StringIO(body), header=None, dtype=np.float64).to_numpy()
     except ValueError:
         values = None

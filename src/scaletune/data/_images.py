@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-from sklearn.datasets import load_digits
 
 from scaletune.data._bundled import SPLIT_FRACTIONS, SPLIT_SEED
 from scaletune.data._idx import IMAGES_MAGIC, LABELS_MAGIC, read_idx
@@ -39,6 +38,8 @@ MNIST_MIRROR = "https://ossci-datasets.s3.amazonaws.com/mnist/"
 
 def prepare_digits() -> dict[str, Table]:
     """scikit-learn's bundled 8x8 digits (1,797 images, 10 classes), split 70/15/15."""
+    from sklearn.datasets import load_digits  # a heavy import, for this dataset only
+
     bunch = load_digits()
     features = np.asarray(bunch.data, dtype=np.float32) / 16.0
     labels = np.asarray(bunch.target, dtype=np.float32)

@@ -11,11 +11,15 @@ import matplotlib
 matplotlib.use("Agg")  # files only: never look for a display
 
 import matplotlib.pyplot as plt  # after the backend is chosen
+from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
 from scaletune.spec import ObjectiveType
-from scaletune.store import JobStatus, MetricPoint, TrainingJobRecord
+from scaletune.store import JobStatus, MetricPoint, TrainingJobRecord, TrialRow
 from scaletune.tuning import HyperbandScheduler
+
+Trial = TrainingJobRecord | TrialRow
+MANY_TRIALS = 200  # past this, lines thin out and markers go, so that 10,000 stay legible
 
 SIZE = (7.5, 4.2)
 
@@ -51,7 +55,7 @@ def hyperband_rungs(min_resource: int, max_resource: int, eta: int) -> list[int]
 
 
 def tuning_trials(
-    trials: Sequence[TrainingJobRecord],
+    trials: Sequence[Trial],
     curves: Mapping[str, Sequence[MetricPoint]],
     metric: str,
     step_name: str,
@@ -59,30 +63,55 @@ def tuning_trials(
     title: str,
     maximize: bool = True,
 ) -> bytes:
-    """Every trial's curve; where Hyperband stopped one, an x; its rungs as dashed lines."""
+    """Every trial's curve; where Hyperband stopped one, an x; its rungs as dashed lines.
+    The curves are drawn as two line collections (one draw call each, at any count)."""
     figure, axes = plt.subplots(figsize=SIZE)
     for rung in rungs:
         axes.axvline(rung, color="grey", linestyle="--", linewidth=0.8)
     scored = [t for t in trials if t.objective is not None]
     sign = 1.0 if maximize else -1.0
     best = max(scored, key=lambda t: sign * (t.objective or 0.0), default=None)
+    many = len(trials) > MANY_TRIALS
+    lines: dict[bool, list[list[tuple[int, float]]]] = {True: [], False: []}  # stopped?
+    ends: list[tuple[int, float]] = []
     for trial in trials:
         points = curves.get(trial.id, [])
-        if not points:
+        if not points or (best is not None and trial.id == best.id):
             continue
-        steps, values = [p.step for p in points], [p.value for p in points]
         stopped = trial.status is JobStatus.STOPPED
-        is_best = best is not None and trial.id == best.id
-        axes.plot(
-            steps,
-            values,
-            color="tab:red" if is_best else ("tab:gray" if stopped else "tab:blue"),
-            alpha=1.0 if is_best else 0.55,
-            linewidth=2.0 if is_best else 1.0,
-            zorder=3 if is_best else 2,
-        )
+        lines[stopped].append([(p.step, p.value) for p in points])
         if stopped:
-            axes.plot(steps[-1], values[-1], marker="x", color="black", markersize=6, zorder=4)
+            ends.append((points[-1].step, points[-1].value))
+    for stopped, color in ((True, "tab:gray"), (False, "tab:blue")):
+        axes.add_collection(
+            LineCollection(
+                lines[stopped],
+                colors=color,
+                alpha=0.15 if many else 0.55,
+                linewidths=0.5 if many else 1.0,
+                zorder=2,
+            )
+        )
+    if ends:
+        axes.scatter(
+            [step for step, _ in ends],
+            [value for _, value in ends],
+            marker="x",
+            color="black",
+            s=8 if many else 36,
+            linewidths=0.6 if many else 1.2,
+            zorder=4,
+        )
+    best_points = curves.get(best.id, []) if best is not None else []
+    if best_points:
+        axes.plot(
+            [p.step for p in best_points],
+            [p.value for p in best_points],
+            color="tab:red",
+            linewidth=2.0,
+            zorder=3,
+        )
+    axes.autoscale_view()
     axes.plot([], [], color="tab:blue", label="ran to the end")
     axes.plot([], [], color="tab:gray", label="stopped early")
     axes.plot([], [], marker="x", color="black", linestyle="", label="where it was stopped")
@@ -102,7 +131,7 @@ def tuning_trials(
 
 
 def best_so_far(
-    trials: Sequence[TrainingJobRecord], maximize: bool = True
+    trials: Sequence[Trial], maximize: bool = True
 ) -> tuple[list[float], list[float | None]]:
     """Cumulative billable worker-seconds and the best objective reached, trial by trial in
     the order they ended (None until a trial has an objective)."""
@@ -119,7 +148,7 @@ def best_so_far(
 
 
 def cost_against_quality(
-    runs: Mapping[str, Sequence[TrainingJobRecord]],
+    runs: Mapping[str, Sequence[Trial]],
     metric: str,
     baseline: float | None,
     maximize: bool = True,
@@ -130,8 +159,9 @@ def cost_against_quality(
         costs, bests = best_so_far(trials, maximize)
         shown = [(c, b) for c, b in zip(costs, bests, strict=True) if b is not None]
         if shown:
+            marker = "" if len(shown) > MANY_TRIALS else "o"
             axes.step(
-                *zip(*shown, strict=True), where="post", marker="o", markersize=3, label=label
+                *zip(*shown, strict=True), where="post", marker=marker, markersize=3, label=label
             )
     if baseline is not None:
         axes.axhline(baseline, color="grey", linestyle=":", label="naive settings, same cluster")

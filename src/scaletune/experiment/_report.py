@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import csv
 import html
+import io
 import json
 import os
 import platform
@@ -14,13 +16,14 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from scaletune.store import TrainingJobRecord
-from scaletune.tuning import TuningSummary
+from scaletune.store import MetricPoint, TrainingJobRecord, TrialRow
+from scaletune.tuning import ANALYTICS_COLUMNS, TuningSummary, analytics_rows
 
 from . import _figures as figures
 from ._runner import ExperimentResult, StaticRun
 
 Table = list[list[str]]  # first row: the header
+TABLE_ROWS = 100  # a tuning job's analytics on the page: every trial, or this many best
 MISSING = "–"  # noqa: RUF001  # an en dash marks a figure that does not exist
 
 
@@ -35,12 +38,15 @@ class Report:
     pictures: list[tuple[str, str, bytes]] = field(default_factory=list)  # file, caption, png
     configuration: dict[str, Any] = field(default_factory=dict)
     data: dict[str, Any] = field(default_factory=dict)  # the figures, as JSON
+    files: dict[str, str] = field(default_factory=dict)  # more files by name (a CSV)
 
     def write(self, folder: Path) -> Path:
         """Write every file; the HTML last (and atomically), so its presence means done."""
         folder.mkdir(parents=True, exist_ok=True)
         for name, _, png in self.pictures:
             (folder / name).write_bytes(png)
+        for name, text in self.files.items():
+            (folder / name).write_text(text)
         payload = {
             "title": self.title,
             "command": self.command,
@@ -112,6 +118,22 @@ pre {{ background: #f7f7f7; padding: 1rem; overflow-x: auto; font-size: 0.8rem; 
 {body}
 </body></html>
 """
+
+
+def _cell(value: object) -> str:
+    if value is None or value != value:  # None or NaN
+        return MISSING
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _csv(rows: Sequence[Mapping[str, object]], columns: Sequence[str]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(
+        buffer, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n"
+    )
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
 
 
 def _e(text: str) -> str:
@@ -322,7 +344,7 @@ def convergence_report(result: ExperimentResult) -> Report:
             f"Every Hyperband trial's validation {label}; x marks where a trial was stopped, "
             "dashed lines the rungs where trials are compared.",
             figures.tuning_trials(
-                hyperband.trials,
+                result.hyperband.trials,
                 result.hyperband.curves,
                 metric,
                 step_name,
@@ -335,7 +357,12 @@ def convergence_report(result: ExperimentResult) -> Report:
             "Best validation score so far against billable worker-seconds spent: Hyperband vs "
             "the same search without early stopping.",
             figures.cost_against_quality(
-                {"Hyperband": hyperband.trials, "no early stopping": plain.trials}, metric, naive
+                {
+                    "Hyperband": result.hyperband.trials,
+                    "no early stopping": result.without_early_stopping.trials,
+                },
+                metric,
+                naive,
             ),
         ),
     ]
@@ -376,8 +403,8 @@ def convergence_report(result: ExperimentResult) -> Report:
     }
     report.data = {
         "static": {str(size): _record(run.record) for size, run in result.static.items()},
-        "hyperband": _tuning(hyperband),
-        "without_early_stopping": _tuning(plain),
+        "hyperband": _tuning(hyperband, result.hyperband.trials),
+        "without_early_stopping": _tuning(plain, result.without_early_stopping.trials),
         "tuned": _record(result.tuned.record),
         "wall_seconds": result.wall_seconds,
         "tables": {title: rows for title, rows, _ in report.tables},
@@ -444,20 +471,33 @@ def _record(record: TrainingJobRecord) -> dict[str, Any]:
     }
 
 
-def _tuning(summary: TuningSummary) -> dict[str, Any]:
+def _tuning(summary: TuningSummary, trials: Sequence[TrialRow]) -> dict[str, Any]:
     return {
         **summary.to_json_dict(),
         "trials": [
-            _record(trial) | {"objective": trial.objective, "resource": trial.resource}
-            for trial in summary.trials
+            {
+                "id": trial.id,
+                "status": trial.status.value,
+                "instance_count": trial.instance_count,
+                "hyperparameters": trial.hyperparameters,
+                "wall_seconds": trial.wall_seconds,
+                "billable_seconds": trial.billable_seconds,
+                "objective": trial.objective,
+                "resource": trial.resource,
+            }
+            for trial in trials
         ],
     }
 
 
 def tuning_job_report(
-    summary: TuningSummary, curves: Mapping[str, Sequence[Any]], analytics: Any
+    summary: TuningSummary,
+    trials: Sequence[TrialRow],
+    curves: Mapping[str, Sequence[MetricPoint]],
 ) -> Report:
-    """The report for any stored tuning job (`scaletune report ID`)."""
+    """The report for any stored tuning job (`scaletune report ID`): every trial in
+    analytics.csv and the pictures; on the page, every trial too, or the best
+    `TABLE_ROWS` of a large job."""
     record = summary.record
     spec = record.spec
     metric = str(spec.get("objective_metric"))
@@ -476,7 +516,7 @@ def tuning_job_report(
         title=f"Tuning job {record.id}",
         intro=(
             f"{record.strategy} search of {metric} ({spec.get('objective_type')}), "
-            f"{sum(summary.job_counts.values())} trials, status {record.status.value}."
+            f"{summary.trial_count} trials, status {record.status.value}."
         ),
     )
     report.tables.append(
@@ -500,31 +540,37 @@ def tuning_job_report(
             "",
         )
     )
-    columns = [c for c in analytics.columns if c not in ("TrainingStartTime", "TrainingEndTime")]
-    rows = [list(columns)] + [
-        [
-            MISSING
-            if value is None or value != value
-            else (f"{value:.4g}" if isinstance(value, float) else str(value))
-            for value in row
-        ]
-        for row in analytics[columns].itertuples(index=False)
+    analytics = analytics_rows(record, list(trials))
+    report.files["analytics.csv"] = _csv(analytics, [*spec.get("ranges", {}), *ANALYTICS_COLUMNS])
+    shown, note = analytics, "Every training job is in analytics.csv."
+    if len(analytics) > TABLE_ROWS:
+        sign = 1.0 if maximize else -1.0
+        shown = sorted(
+            (row for row in analytics if row["FinalObjectiveValue"] is not None),
+            key=lambda row: -sign * row["FinalObjectiveValue"],
+        )[:TABLE_ROWS]
+        note = f"The {len(shown)} best of {len(analytics)}; every training job is in analytics.csv."
+    columns = [
+        c
+        for c in [*spec.get("ranges", {}), *ANALYTICS_COLUMNS]
+        if c not in ("TrainingStartTime", "TrainingEndTime")
     ]
-    report.tables.append(("Training jobs (analytics)", rows, ""))
+    rows = [list(columns)] + [[_cell(row.get(c)) for c in columns] for row in shown]
+    report.tables.append(("Training jobs (analytics)", rows, note))
     report.pictures += [
         (
             "tuning-trials.png",
             f"Every trial's {metric}; x marks where a trial was stopped.",
             figures.tuning_trials(
-                summary.trials, curves, metric, "step", rungs, f"{record.strategy} tuning", maximize
+                trials, curves, metric, "step", rungs, f"{record.strategy} tuning", maximize
             ),
         ),
         (
             "cost-vs-best.png",
             "Best objective so far against billable worker-seconds spent.",
-            figures.cost_against_quality({record.strategy: summary.trials}, metric, None, maximize),
+            figures.cost_against_quality({record.strategy: trials}, metric, None, maximize),
         ),
     ]
     report.configuration = {"tuning_job": spec, "environment": environment()}
-    report.data = {"summary": _tuning(summary)}
+    report.data = {"summary": _tuning(summary, trials)}
     return report

@@ -9,7 +9,7 @@ from typing import Any
 
 from scaletune.api import Session
 from scaletune.spec import training_spec_from_dict, tuning_spec_from_dict
-from scaletune.store import MetricPoint, TrainingJobRecord
+from scaletune.store import MetricPoint, TrainingJobRecord, TrialRow
 from scaletune.tuning import TuningController, TuningProgress, TuningSummary, summarize
 
 from ._plans import ExperimentPlan
@@ -39,6 +39,7 @@ class StaticRun:
 class TuningRun:
     label: str
     summary: TuningSummary
+    trials: list[TrialRow]  # in the order they were proposed
     curves: dict[str, list[MetricPoint]]  # trial id -> its objective per step
 
 
@@ -174,7 +175,7 @@ def _tune(
     tuning_id = controller.create(spec)
     controller.run(tuning_id, spec)
     summary = summarize(session.store, tuning_id)
-    curves = {
-        trial.id: session.store.metrics(trial.id, plan.objective_metric) for trial in summary.trials
-    }
-    return TuningRun(label, summary, curves)
+    trials = session.store.trials.rows(tuning_id)
+    return TuningRun(
+        label, summary, trials, session.store.trials.curves(tuning_id, plan.objective_metric)
+    )

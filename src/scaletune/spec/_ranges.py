@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import math
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from optuna.distributions import (
-    BaseDistribution,
-    CategoricalDistribution,
-    FloatDistribution,
-    IntDistribution,
-)
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+if TYPE_CHECKING:  # Optuna is imported by the samplers that use it, not by every job file
+    from optuna.distributions import BaseDistribution
 
 CategoryValue = str | int | float | bool
 
@@ -59,6 +56,8 @@ class ContinuousRange(_Range):
         return _auto(self.min_value, self.max_value, self.scaling)
 
     def distribution(self) -> BaseDistribution:
+        from optuna.distributions import FloatDistribution
+
         scaling = self.effective_scaling
         if scaling is Scaling.REVERSE_LOGARITHMIC:  # drawn as 1 - x on a log scale
             return FloatDistribution(1 - self.max_value, 1 - self.min_value, log=True)
@@ -87,6 +86,8 @@ class IntegerRange(_Range):
         return self
 
     def distribution(self) -> BaseDistribution:
+        from optuna.distributions import IntDistribution
+
         scaling = _auto(self.min_value, self.max_value, self.scaling)
         return IntDistribution(self.min_value, self.max_value, log=scaling is Scaling.LOGARITHMIC)
 
@@ -111,6 +112,8 @@ class CategoricalRange(_Range):
         return self
 
     def distribution(self) -> BaseDistribution:
+        from optuna.distributions import CategoricalDistribution
+
         return CategoricalDistribution(self.values)
 
     def from_sample(self, sample: CategoryValue) -> CategoryValue:

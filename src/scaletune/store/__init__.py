@@ -1,20 +1,47 @@
-"""Jobs, metrics and decisions: SQLite by default, PostgreSQL by URL."""
+"""Jobs, metrics and decisions: SQLite by default, PostgreSQL by URL.
 
-from scaletune.store._location import StoreLocation, default_home, resolve_store
-from scaletune.store._records import (
-    AttemptRecord,
-    JobOutcome,
-    JobStatus,
-    MetricPoint,
-    NewTrainingJob,
-    NewTuningJob,
-    RejectedMetric,
-    TrainingJobRecord,
-    TuningJobRecord,
-)
-from scaletune.store._schema import SCHEMA_VERSION
-from scaletune.store._store import Store
+Names load on first use: a command that needs `JobStatus` does not load SQLAlchemy."""
 
+from typing import TYPE_CHECKING
+
+from scaletune._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from scaletune.store._location import StoreLocation, default_home, resolve_store
+    from scaletune.store._queries import TrialRow, TuningTotals
+    from scaletune.store._records import (
+        AttemptRecord,
+        JobOutcome,
+        JobStatus,
+        MetricPoint,
+        NewTrainingJob,
+        NewTuningJob,
+        RejectedMetric,
+        TrainingJobRecord,
+        TuningJobRecord,
+    )
+    from scaletune.store._schema import SCHEMA_VERSION
+    from scaletune.store._store import Store
+
+_WHERE = {
+    "StoreLocation": "_location",
+    "default_home": "_location",
+    "resolve_store": "_location",
+    "TrialRow": "_queries",
+    "TuningTotals": "_queries",
+    "AttemptRecord": "_records",
+    "JobOutcome": "_records",
+    "JobStatus": "_records",
+    "MetricPoint": "_records",
+    "NewTrainingJob": "_records",
+    "NewTuningJob": "_records",
+    "RejectedMetric": "_records",
+    "TrainingJobRecord": "_records",
+    "TuningJobRecord": "_records",
+    "SCHEMA_VERSION": "_schema",
+    "Store": "_store",
+}
+__getattr__ = lazy_names(__name__, _WHERE)
 __all__ = [
     "SCHEMA_VERSION",
     "AttemptRecord",
@@ -27,7 +54,9 @@ __all__ = [
     "Store",
     "StoreLocation",
     "TrainingJobRecord",
+    "TrialRow",
     "TuningJobRecord",
+    "TuningTotals",
     "default_home",
     "resolve_store",
 ]

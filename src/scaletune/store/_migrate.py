@@ -8,6 +8,7 @@ from sqlalchemy.engine import Connection
 from scaletune.store._schema import (
     SCHEMA_VERSION,
     TRAINING_JOB_COLUMNS_V2,
+    TRAINING_JOB_COLUMNS_V6,
     meta,
     metadata,
     training_jobs,
@@ -39,6 +40,12 @@ def open_schema(conn: Connection) -> str | None:
     if version == "4":  # version 5: the job_attempts table
         metadata.create_all(conn)
         version = _set_version(conn, "5")
+    if version == "5":  # version 6: per-trial cost figures, and indexes for large tuning jobs
+        for column, sql_type in TRAINING_JOB_COLUMNS_V6:
+            conn.execute(text(f"ALTER TABLE training_jobs ADD COLUMN {column} {sql_type}"))
+        for index in training_jobs.indexes:
+            index.create(conn, checkfirst=True)
+        version = _set_version(conn, "6")
     return version
 
 

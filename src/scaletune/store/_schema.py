@@ -18,7 +18,7 @@ from sqlalchemy import (
     Text,
 )
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 metadata = MetaData()
 
@@ -58,7 +58,17 @@ training_jobs = Table(
     Column("resource", Integer),  # the objective's last step: how far the trial got
     # Set while the job's workers wait for room on a busy cluster (schema version 4).
     Column("waiting_since", Float),
+    # Version 6: what a tuning job's cost estimate needs, kept per trial so that a summary of
+    # 10,000 trials is a few aggregates: the steps the trial would run were nothing to stop
+    # it, and its seconds per step of resource (from its objective's first and last report).
+    Column("full_resource", Integer),
+    Column("seconds_per_step", Float),
+    Index("ix_training_jobs_tuning_trial", "tuning_job_id", "trial_number"),
+    Index("ix_training_jobs_tuning_status", "tuning_job_id", "status"),
 )
+
+# Columns version 6 added to training_jobs.
+TRAINING_JOB_COLUMNS_V6 = (("full_resource", "INTEGER"), ("seconds_per_step", "FLOAT"))
 
 # Columns version 2 added to training_jobs, for migrating a version 1 store in place.
 TRAINING_JOB_COLUMNS_V2 = (

@@ -10,13 +10,23 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from sqlalchemy import Engine, create_engine, delete, event, insert, select, update
+from sqlalchemy import (
+    Engine,
+    bindparam,
+    create_engine,
+    delete,
+    event,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 
 from scaletune.errors import InvalidInputError, JobNotFoundError, StoreError
 from scaletune.store._attempts import AttemptLog
 from scaletune.store._migrate import open_schema
+from scaletune.store._queries import TrialQueries
 from scaletune.store._records import (
     JobOutcome,
     JobStatus,
@@ -37,6 +47,12 @@ from scaletune.store._schema import (
 )
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+# One UPDATE per table whose SET clause is the parameters given: compiled once per set of
+# columns and cached, where `.values(...)` would build and compile the statement every time.
+_UPDATE_BY_ID = {
+    table.name: update(table).where(table.c.id == bindparam("row_id"))
+    for table in (training_jobs, tuning_jobs)
+}
 RecordT = TypeVar("RecordT", TrainingJobRecord, TuningJobRecord)
 
 
@@ -45,6 +61,7 @@ class Store:
         self.url = url
         self._engine = _engine_for(url)
         self.attempts = AttemptLog(self._engine)
+        self.trials = TrialQueries(self._engine)  # reads over a tuning job's trials
         try:
             self._open_schema()
         except SQLAlchemyError as exc:
@@ -70,55 +87,58 @@ class Store:
 
     def create_training_job(self, job: NewTrainingJob) -> None:
         with self._engine.begin() as conn:
-            conn.execute(
-                insert(training_jobs).values(
-                    id=job.id,
-                    name=job.name,
-                    algorithm=job.algorithm,
-                    status=JobStatus.PENDING.value,
-                    spec=job.spec,
-                    hyperparameters=job.hyperparameters,
-                    instance_count=job.instance_count,
-                    created_at=job.created_at,
-                    final_metrics={},
-                    log_dir=job.log_dir,
-                    stop_requested=False,
-                    tuning_job_id=job.tuning_job_id,
-                    trial_number=job.trial_number,
-                )
+            conn.execute(  # values as parameters: the compiled statement is reused
+                insert(training_jobs),
+                {
+                    "id": job.id,
+                    "name": job.name,
+                    "algorithm": job.algorithm,
+                    "status": JobStatus.PENDING.value,
+                    "spec": job.spec,
+                    "hyperparameters": job.hyperparameters,
+                    "instance_count": job.instance_count,
+                    "created_at": job.created_at,
+                    "final_metrics": {},
+                    "log_dir": job.log_dir,
+                    "stop_requested": False,
+                    "tuning_job_id": job.tuning_job_id,
+                    "trial_number": job.trial_number,
+                },
             )
 
     def mark_in_progress(self, job_id: str, start_time: float, pid: int, host: str) -> None:
-        with self._engine.begin() as conn:
-            conn.execute(
-                update(training_jobs)
-                .where(training_jobs.c.id == job_id)
-                .values(
-                    status=JobStatus.IN_PROGRESS.value,
-                    start_time=start_time,
-                    controller_pid=pid,
-                    controller_host=host,
-                )
-            )
+        self._update(
+            training_jobs,
+            job_id,
+            status=JobStatus.IN_PROGRESS.value,
+            start_time=start_time,
+            controller_pid=pid,
+            controller_host=host,
+        )
 
-    def finish_training_job(self, job_id: str, outcome: JobOutcome) -> None:
+    def finish_training_job(
+        self, job_id: str, outcome: JobOutcome, metrics: Sequence[MetricPoint] = ()
+    ) -> None:
+        """Record how a job ended, with any reports not yet stored, in one transaction."""
         if not outcome.status.is_terminal:
             raise ValueError(f"{outcome.status} is not a final status")
         with self._engine.begin() as conn:
+            if metrics:
+                conn.execute(insert(metric_points), _metric_rows(job_id, metrics))
             conn.execute(
-                update(training_jobs)
-                .where(training_jobs.c.id == job_id)
-                .values(
-                    status=outcome.status.value,
-                    start_time=outcome.start_time,
-                    end_time=outcome.end_time,
-                    wall_seconds=outcome.wall_seconds,
-                    billable_seconds=outcome.billable_seconds,
-                    final_metrics=outcome.final_metrics,
-                    failure_reason=outcome.failure_reason,
-                    artifact=outcome.artifact,
-                    waiting_since=None,
-                )
+                _UPDATE_BY_ID[training_jobs.name],
+                {
+                    "row_id": job_id,
+                    "status": outcome.status.value,
+                    "start_time": outcome.start_time,
+                    "end_time": outcome.end_time,
+                    "wall_seconds": outcome.wall_seconds,
+                    "billable_seconds": outcome.billable_seconds,
+                    "final_metrics": outcome.final_metrics,
+                    "failure_reason": outcome.failure_reason,
+                    "artifact": outcome.artifact,
+                    "waiting_since": None,
+                },
             )
 
     def abandon_training_job(
@@ -185,20 +205,42 @@ class Store:
             return self._get(conn, job_id)
 
     def list_training_jobs(
-        self, *, status: JobStatus | None = None, limit: int | None = None
+        self,
+        *,
+        status: JobStatus | None = None,
+        tuning_job_id: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
     ) -> list[TrainingJobRecord]:
+        """Newest first; a page of `limit` from `offset` (indexed: cheap at any size)."""
         query = select(training_jobs).order_by(
             training_jobs.c.created_at.desc(), training_jobs.c.id.desc()
         )
         if status is not None:
             query = query.where(training_jobs.c.status == status.value)
-        if limit is not None:
-            query = query.limit(limit)
+        if tuning_job_id is not None:
+            query = query.where(training_jobs.c.tuning_job_id == tuning_job_id)
+        query = query.offset(offset).limit(limit)
         with self._engine.connect() as conn:
             return [_record(row._mapping) for row in conn.execute(query)]
 
-    def set_trial_result(self, job_id: str, objective: float | None, resource: int | None) -> None:
-        self._update(training_jobs, job_id, objective=objective, resource=resource)
+    def set_trial_result(
+        self,
+        job_id: str,
+        objective: float | None,
+        resource: int | None,
+        *,
+        seconds_per_step: float | None = None,
+        full_resource: int | None = None,
+    ) -> None:
+        """A trial's objective so far; its seconds per step and full resource where known
+        (a value not given leaves the one recorded)."""
+        values: dict[str, object] = {"objective": objective, "resource": resource}
+        if seconds_per_step is not None:
+            values["seconds_per_step"] = seconds_per_step
+        if full_resource is not None:
+            values["full_resource"] = full_resource
+        self._update(training_jobs, job_id, **values)
 
     def training_jobs_of(self, tuning_job_id: str) -> list[TrainingJobRecord]:
         query = (
@@ -289,7 +331,7 @@ class Store:
 
     def _update(self, table: Any, row_id: str, **values: object) -> None:
         with self._engine.begin() as conn:
-            conn.execute(update(table).where(table.c.id == row_id).values(**values))
+            conn.execute(_UPDATE_BY_ID[table.name], {"row_id": row_id, **values})
 
     # -- metrics ---------------------------------------------------------------------------
 
@@ -297,19 +339,7 @@ class Store:
         if not points:
             return
         with self._engine.begin() as conn:
-            conn.execute(
-                insert(metric_points),
-                [
-                    {
-                        "job_id": job_id,
-                        "name": p.name,
-                        "step": p.step,
-                        "value": p.value,
-                        "time": p.time,
-                    }
-                    for p in points
-                ],
-            )
+            conn.execute(insert(metric_points), _metric_rows(job_id, points))
 
     def append_rejected(self, job_id: str, rejected: Sequence[RejectedMetric]) -> None:
         if not rejected:
@@ -420,6 +450,13 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
+
+
+def _metric_rows(job_id: str, points: Sequence[MetricPoint]) -> list[dict[str, Any]]:
+    return [
+        {"job_id": job_id, "name": p.name, "step": p.step, "value": p.value, "time": p.time}
+        for p in points
+    ]
 
 
 def _record(row: Any) -> TrainingJobRecord:

@@ -1,16 +1,37 @@
-"""A training job's life, from spec to finished record."""
+"""A training job's life, from spec to finished record.
 
-from scaletune.training._controller import PreparedJob, TrainingController, new_job_record
-from scaletune.training._orphans import (
-    controller_alive,
-    process_alive,
-    reconcile_orphan,
-    remove_scratch,
-    staging_of,
-)
-from scaletune.training._paths import JobPaths
-from scaletune.training._stopper import Stopper
+Names load on first use: `reconcile_orphan` (for listing jobs) does not load the controller,
+the cluster backends and the data loaders."""
 
+from typing import TYPE_CHECKING
+
+from scaletune._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from scaletune.training._controller import PreparedJob, TrainingController, new_job_record
+    from scaletune.training._orphans import (
+        controller_alive,
+        process_alive,
+        reconcile_orphan,
+        remove_scratch,
+        staging_of,
+    )
+    from scaletune.training._paths import JobPaths
+    from scaletune.training._stopper import Stopper
+
+_WHERE = {
+    "PreparedJob": "_controller",
+    "TrainingController": "_controller",
+    "new_job_record": "_controller",
+    "controller_alive": "_orphans",
+    "process_alive": "_orphans",
+    "reconcile_orphan": "_orphans",
+    "remove_scratch": "_orphans",
+    "staging_of": "_orphans",
+    "JobPaths": "_paths",
+    "Stopper": "_stopper",
+}
+__getattr__ = lazy_names(__name__, _WHERE)
 __all__ = [
     "JobPaths",
     "PreparedJob",

@@ -18,7 +18,12 @@ from scaletune.checkpoints import Checkpoint, CheckpointFolder
 from scaletune.clock import Clock, SystemClock
 from scaletune.cluster import Backend, Group
 from scaletune.data import PreparedDatasets, load_channels
-from scaletune.errors import InvalidInputError, LaunchAbandonedError, WorkerStartError
+from scaletune.errors import (
+    ClusterTooSmallError,
+    InvalidInputError,
+    LaunchAbandonedError,
+    WorkerStartError,
+)
 from scaletune.spec import TrainingJobSpec, describe_validation_error
 from scaletune.store import (
     JobOutcome,
@@ -311,6 +316,8 @@ class TrainingController:
             live.group = self.backend.launch(tasks, job.spec.cluster, abandon=wait)
         except LaunchAbandonedError as exc:  # stopped while waiting for room
             return Ending(stop.status if stop.is_set() else JobStatus.STOPPED, str(exc))
+        except ClusterTooSmallError as exc:  # no retry would fit either
+            return Ending(JobStatus.FAILED, str(exc), Fault.CONFIGURATION)
         except (WorkerStartError, OSError) as exc:  # a worker or a port that would not start
             return Ending(JobStatus.FAILED, f"workers did not start: {exc}", Fault.INFRASTRUCTURE)
         if wait.waited:

@@ -24,6 +24,7 @@ class Fault:
     INFRASTRUCTURE = "infrastructure"  # a worker killed, lost or silent; a start that broke
     PROGRAM = "program"  # the training program raised
     CONTROLLER = "controller"  # scaletune itself: never retried
+    CONFIGURATION = "configuration"  # asks what the cluster can never give: never retried
 
 
 @dataclass(frozen=True)

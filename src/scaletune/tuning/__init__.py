@@ -1,26 +1,65 @@
-"""Automatic model tuning: ranges, searchers that propose, schedulers that stop early."""
+"""Automatic model tuning: ranges, searchers that propose, schedulers that stop early.
 
-from scaletune.tuning._hyperband import HyperbandScheduler
-from scaletune.tuning._schedulers import (
-    Decision,
-    FIFOScheduler,
-    MedianStoppingScheduler,
-    Scheduler,
-    Verdict,
-)
-from scaletune.tuning._searchers import (
-    GridSearcher,
-    OptunaSearcher,
-    Searcher,
-    Suggestion,
-    bayesian_searcher,
-    random_searcher,
-)
-from scaletune.tuning._strategy import make_scheduler, make_searcher
-from scaletune.tuning._summary import TuningSummary, analytics_dataframe, summarize
-from scaletune.tuning._tuner import TuningController, TuningProgress
+Names load on first use: reading a tuning job's summary does not load the tuner, Optuna or
+the training stack."""
 
+from typing import TYPE_CHECKING
+
+from scaletune._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from scaletune.tuning._hyperband import HyperbandScheduler
+    from scaletune.tuning._schedulers import (
+        Decision,
+        FIFOScheduler,
+        MedianStoppingScheduler,
+        Scheduler,
+        Verdict,
+    )
+    from scaletune.tuning._searchers import (
+        GridSearcher,
+        OptunaSearcher,
+        Searcher,
+        Suggestion,
+        bayesian_searcher,
+        random_searcher,
+    )
+    from scaletune.tuning._strategy import make_scheduler, make_searcher
+    from scaletune.tuning._summary import (
+        ANALYTICS_COLUMNS,
+        TuningSummary,
+        analytics_dataframe,
+        analytics_rows,
+        summarize,
+    )
+    from scaletune.tuning._tuner import TuningController, TuningProgress
+
+_WHERE = {
+    "HyperbandScheduler": "_hyperband",
+    "Decision": "_schedulers",
+    "FIFOScheduler": "_schedulers",
+    "MedianStoppingScheduler": "_schedulers",
+    "Scheduler": "_schedulers",
+    "Verdict": "_schedulers",
+    "GridSearcher": "_searchers",
+    "OptunaSearcher": "_searchers",
+    "Searcher": "_searchers",
+    "Suggestion": "_searchers",
+    "bayesian_searcher": "_searchers",
+    "random_searcher": "_searchers",
+    "make_scheduler": "_strategy",
+    "make_searcher": "_strategy",
+    "ANALYTICS_COLUMNS": "_summary",
+    "TuningSummary": "_summary",
+    "analytics_dataframe": "_summary",
+    "analytics_rows": "_summary",
+    "summarize": "_summary",
+    "TuningController": "_tuner",
+    "TuningProgress": "_tuner",
+}
+__getattr__ = lazy_names(__name__, _WHERE)
 __all__ = [
+    "ANALYTICS_COLUMNS",
     "Decision",
     "FIFOScheduler",
     "GridSearcher",
@@ -35,6 +74,7 @@ __all__ = [
     "TuningSummary",
     "Verdict",
     "analytics_dataframe",
+    "analytics_rows",
     "bayesian_searcher",
     "make_scheduler",
     "make_searcher",

@@ -5,15 +5,14 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
-
-import optuna
-from optuna.samplers import BaseSampler, RandomSampler, TPESampler
-from optuna.study import StudyDirection
-from optuna.trial import TrialState
+from typing import TYPE_CHECKING, Protocol
 
 from scaletune.errors import InvalidInputError
 from scaletune.spec import ContinuousRange, ObjectiveType, Range
+
+if TYPE_CHECKING:  # Optuna is imported when an Optuna searcher is made, not with the package
+    import optuna
+    from optuna.samplers import BaseSampler
 
 Config = dict[str, object]
 
@@ -67,6 +66,9 @@ class OptunaSearcher:
     def __init__(
         self, ranges: Mapping[str, Range], sampler: BaseSampler, objective: ObjectiveType
     ) -> None:
+        import optuna
+        from optuna.study import StudyDirection
+
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self._ranges = dict(ranges)
         self._distributions = {name: r.distribution() for name, r in self._ranges.items()}
@@ -96,6 +98,8 @@ class OptunaSearcher:
         resource: int | None = None,
         stopped_early: bool = False,
     ) -> None:
+        from optuna.trial import TrialState
+
         trial = self._trials.pop(number)
         if value is None:
             self._study.tell(trial, state=TrialState.FAIL)
@@ -116,6 +120,9 @@ class OptunaSearcher:
         stopped_early: bool = False,
         running: bool = False,
     ) -> None:
+        import optuna
+        from optuna.trial import TrialState
+
         if number != len(self._study.trials) - self._priors:
             raise ValueError(f"trial {number} restored out of order")
         params = {
@@ -143,6 +150,8 @@ class OptunaSearcher:
         )
 
     def add_prior(self, config: Config, value: float) -> bool:
+        import optuna
+
         if self._trials or len(self._study.trials) > self._priors:
             raise ValueError("priors go in before this job's own trials")
         if any(name not in config for name in self._ranges):
@@ -166,6 +175,8 @@ class OptunaSearcher:
 def random_searcher(
     ranges: Mapping[str, Range], objective: ObjectiveType, seed: int
 ) -> OptunaSearcher:
+    from optuna.samplers import RandomSampler
+
     return OptunaSearcher(ranges, RandomSampler(seed=seed), objective)
 
 
@@ -174,6 +185,8 @@ def bayesian_searcher(
 ) -> OptunaSearcher:
     """TPE; the first `n_startup` proposals are random. `constant_liar` keeps parallel
     proposals apart while their results are pending."""
+    from optuna.samplers import TPESampler
+
     sampler = TPESampler(
         seed=seed, n_startup_trials=n_startup, multivariate=True, constant_liar=True
     )

@@ -25,7 +25,6 @@ from scaletune.store import (
     NewTrainingJob,
     NewTuningJob,
     Store,
-    TrainingJobRecord,
     TuningJobRecord,
 )
 from scaletune.training import (
@@ -40,6 +39,7 @@ from scaletune.tuning._runners import JobTrialRunner, TrialRunner
 from scaletune.tuning._schedulers import Decision, Scheduler
 from scaletune.tuning._searchers import Searcher, Suggestion
 from scaletune.tuning._strategy import make_scheduler, make_searcher
+from scaletune.tuning._values import seconds_per_step, tuned_value
 from scaletune.worker import Report
 
 
@@ -60,6 +60,7 @@ class _Trial:
     number: int
     job_id: str
     stopper: Stopper
+    full_resource: int | None  # steps it runs when nothing stops it, where known
 
 
 class TuningController:
@@ -161,11 +162,6 @@ class TuningController:
         return run.run()
 
 
-def tuned_value(trial: TrainingJobRecord, name: str) -> object:
-    """What a trial was given for a tuned name: a hyperparameter, or its cluster size."""
-    return trial.instance_count if name == CLUSTER_SIZE else trial.hyperparameters.get(name)
-
-
 class _Run:
     """The state of one tuning job while it runs."""
 
@@ -236,12 +232,21 @@ class _Run:
             if trial.status is not JobStatus.FAILED and trial.objective is not None:
                 self._consider(trial.id, trial.objective)
 
-    def _result(self, job_id: str) -> tuple[float | None, int | None]:
-        """A trial's objective: its last reported value, and the step it was reported at."""
+    def _result(
+        self, job_id: str, full_resource: int | None = None
+    ) -> tuple[float | None, int | None]:
+        """A trial's objective: its last reported value, and the step it was reported at;
+        recorded with what the tuning job's cost estimate needs of it."""
         series = self.store.metrics(job_id, self.spec.objective_metric)
         value = series[-1].value if series else None
         resource = series[-1].step if series else None
-        self.store.set_trial_result(job_id, value, resource)
+        self.store.set_trial_result(
+            job_id,
+            value,
+            resource,
+            seconds_per_step=seconds_per_step(series),
+            full_resource=full_resource,
+        )
         return value, resource
 
     def run(self) -> TuningJobRecord:
@@ -343,7 +348,7 @@ class _Run:
 
     def _start_prepared(self, number: int, job_id: str, full: int | None) -> None:
         stopper = Stopper()
-        self.running[number] = _Trial(number, job_id, stopper)
+        self.running[number] = _Trial(number, job_id, stopper, full)
         self.runner.start(
             number, stopper, lambda report: self._judge(number, stopper, report, full)
         )
@@ -376,7 +381,7 @@ class _Run:
         self.outcomes[record.status] += 1
         if record.status is JobStatus.FAILED:
             self._count_failure(record.failure_reason)
-        value, resource = self._result(trial.job_id)
+        value, resource = self._result(trial.job_id, trial.full_resource)
         failed = record.status is JobStatus.FAILED or value is None
         with self.lock:
             self.searcher.observe(

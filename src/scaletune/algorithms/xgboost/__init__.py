@@ -20,10 +20,8 @@ from ._hyperparameters import (
     XGBoostHyperparameters,
 )
 from ._prepare import Quantizer, check_labels, quantize
-from ._program import MODEL_FILE, train_xgboost
 
 __all__ = [
-    "MODEL_FILE",
     "REFERENCE_HYPERPARAMETERS",
     "Objective",
     "Quantizer",
@@ -84,4 +82,6 @@ class XGBoostAlgorithm(Algorithm):
 
     @property
     def program(self) -> WorkerProgram:
+        from ._program import train_xgboost  # xgboost itself: only where a job runs
+
         return train_xgboost

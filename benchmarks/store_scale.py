@@ -1,0 +1,276 @@
+"""How the CLI's start and the store's reads grow with the size of a tuning job.
+
+1. CLI start: `scaletune --help`, `jobs list` and `tuning show ID` against `python -c pass`,
+   median of 10 runs each, alternated so that machine noise falls on all of them.
+2. For simulated Hyperband tuning jobs of 1,000 / 10,000 / 100,000 trials (synthetic curves,
+   27 steps at most; `benchmarks/scale/_synthetic.py`), on SQLite and PostgreSQL:
+   - simulation time per trial (the real tuning loop and store writes, no training);
+   - `tuning show ID`, `tuning analytics ID --csv F`, `jobs list --tuning-job ID`, and
+     `report ID` as commands (wall time including Python's start; peak RSS of the process);
+   - one trial's metric curve (`Store.metrics`, in process: the read a console makes).
+PostgreSQL runs on a throw-away local server (scripts/test-postgres.sh), synchronous_commit
+off: the same class of durability as SQLite's WAL with synchronous=NORMAL.
+
+    python -m benchmarks.store_scale                      # 1k, 10k, 100k; both stores
+    python -m benchmarks.store_scale --sizes 1000 --stores sqlite
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks._report import summary, write
+from benchmarks.scale._synthetic import METRIC, SyntheticCurves, spec
+from scaletune.simulation import simulate_tuning
+from scaletune.store import Store
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGETS = {  # issue 15's targets at 10,000 trials on SQLite, in seconds
+    "tuning show": 0.5,
+    "tuning analytics --csv": 2.0,
+    "one trial's curve": 0.05,
+    "report": 10.0,
+}
+
+
+def _run(command: Sequence[str], store_url: str) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB) of one command, which must succeed."""
+    environment = {**os.environ, "SCALETUNE_STORE": store_url}
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - started
+    error = process.stderr.read().decode() if process.stderr else ""
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"{shlex.join(command)} failed: {error.strip()[-500:]}")
+    return seconds, usage.ru_maxrss / 1024
+
+
+def _scaletune(*args: str) -> list[str]:
+    return [sys.executable, "-m", "scaletune", *args]
+
+
+def cli_start(store_url: str, tuning_id: str, repeats: int) -> dict[str, Any]:
+    commands = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "scaletune --help": _scaletune("--help"),
+        "scaletune jobs list": _scaletune("jobs", "list"),
+        "scaletune tuning show ID": _scaletune("tuning", "show", tuning_id),
+    }
+    samples: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(repeats):  # alternated: noise falls on every command alike
+        for name, command in commands.items():
+            samples[name].append(_run(command, store_url)[0])
+    return {name: summary(values) for name, values in samples.items()}
+
+
+def _store_url(kind: str, folder: Path, size: int, postgres: str | None) -> str:
+    if kind == "sqlite":
+        return f"sqlite:///{folder / f'scale-{size}.db'}"
+    assert postgres is not None
+    from sqlalchemy import create_engine, text
+
+    database = f"scale_{size}"
+    engine = create_engine(
+        postgres.replace("postgresql://", "postgresql+psycopg://", 1),
+        isolation_level="AUTOCOMMIT",
+    )
+    with engine.connect() as conn:
+        conn.execute(text(f"DROP DATABASE IF EXISTS {database}"))
+        conn.execute(text(f"CREATE DATABASE {database}"))
+    engine.dispose()
+    return postgres.rsplit("/", 1)[0] + f"/{database}"
+
+
+def one_size(kind: str, size: int, url: str, folder: Path, repeats: int) -> dict[str, Any]:
+    with Store(url) as store:
+        started = time.perf_counter()
+        record = simulate_tuning(spec(size), SyntheticCurves(), store, start_time=1e9)
+        simulated = time.perf_counter() - started
+        points = sum(len(curve) for curve in store.trials.curves(record.id, METRIC).values())
+        job_ids = [row.id for row in store.trials.rows(record.id)]
+        rng = random.Random(0)
+        curve_seconds = []
+        for job_id in rng.sample(job_ids, min(50, len(job_ids))):
+            began = time.perf_counter()
+            store.metrics(job_id, METRIC)
+            curve_seconds.append(time.perf_counter() - began)
+    print(f"{kind} {size}: simulated in {simulated:.1f} s", file=sys.stderr, flush=True)
+    commands = {
+        "tuning show": _scaletune("tuning", "show", record.id),
+        "tuning analytics --csv": _scaletune(
+            "tuning", "analytics", record.id, "--csv", str(folder / f"{kind}-{size}.csv")
+        ),
+        "jobs list --tuning-job": _scaletune("jobs", "list", "--tuning-job", record.id),
+        "report": _scaletune("report", record.id, "--out", str(folder / f"{kind}-{size}")),
+    }
+    reads: dict[str, Any] = {}
+    for name, command in commands.items():
+        runs = [_run(command, url) for _ in range(1 if name == "report" else repeats)]
+        reads[name] = {
+            "seconds": summary([seconds for seconds, _ in runs]),
+            "peak_rss_mib": max(rss for _, rss in runs),
+        }
+        print(f"  {name}: {reads[name]['seconds']['median']:.2f} s", file=sys.stderr, flush=True)
+    reads["one trial's curve"] = {"seconds": summary(curve_seconds), "peak_rss_mib": None}
+    return {
+        "store": kind,
+        "trials": size,
+        "metric_points": points,
+        "simulation_seconds": simulated,
+        "simulation_ms_per_trial": 1000 * simulated / size,
+        "reads": reads,
+    }
+
+
+def _postgres_server() -> tuple[str, str]:
+    environment = {**os.environ, "SCALETUNE_PG_SETTINGS": "-c synchronous_commit=off"}
+    output = subprocess.run(
+        [str(ROOT / "scripts" / "test-postgres.sh"), "start"],
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    values = dict(
+        line.removeprefix("export ").split("=", 1) for line in output.splitlines() if "=" in line
+    )
+    return values["SCALETUNE_TEST_POSTGRES_URL"], values["_PGDIR"]
+
+
+def _table(cli: dict[str, Any], sizes: list[dict[str, Any]]) -> list[list[str]]:
+    base = cli["python -c pass"]["median"]
+    rows = [["measure", "store", "trials", "median s", "peak RSS MiB", "target"]]
+    for name, stats in cli.items():
+        rows.append(
+            [
+                f"start: {name}",
+                "sqlite",
+                "",
+                f"{stats['median']:.3f} ({stats['median'] / base:.1f}× python -c pass)",
+                "",
+                "",
+            ]
+        )
+    for result in sizes:
+        rows.append(
+            [
+                "simulation per trial",
+                result["store"],
+                f"{result['trials']:,}",
+                f"{result['simulation_ms_per_trial'] / 1000:.4f}",
+                "",
+                "≤ 0.005",
+            ]
+        )
+        for name, read in result["reads"].items():
+            target = TARGETS.get(name)
+            rss = read["peak_rss_mib"]
+            rows.append(
+                [
+                    name,
+                    result["store"],
+                    f"{result['trials']:,}",
+                    f"{read['seconds']['median']:.3f}",
+                    "" if rss is None else f"{rss:.0f}",
+                    "" if target is None or result["trials"] != 10_000 else f"≤ {target:g}",
+                ]
+            )
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--stores", default="sqlite,postgresql")
+    parser.add_argument("--repeats", type=int, default=5, help="runs of each read command")
+    parser.add_argument("--start-repeats", type=int, default=10)
+    args = parser.parse_args()
+    sizes = [int(size) for size in args.sizes.split(",")]
+    stores = args.stores.split(",")
+    postgres, server = _postgres_server() if "postgresql" in stores else (None, None)
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            folder = Path(scratch)
+            results = []
+            cli: dict[str, Any] = {}
+            for kind in stores:
+                for size in sizes:
+                    url = _store_url(kind, folder, size, postgres)
+                    results.append(one_size(kind, size, url, folder, args.repeats))
+                    if kind == "sqlite" and size == min(sizes):
+                        with Store(url) as store:
+                            tuning_id = store.list_tuning_jobs(limit=1)[0].id
+                        cli = cli_start(url, tuning_id, args.start_repeats)
+    finally:
+        if server is not None:
+            subprocess.run(
+                [str(ROOT / "scripts" / "test-postgres.sh"), "stop", server], check=False
+            )
+    ratios = _ratios(results)
+    write(
+        "store_scale",
+        "Store reads and CLI start at 1,000 to 100,000 trials",
+        {"cli_start_seconds": cli, "sizes": results, "postgres_over_sqlite": ratios},
+        _table(cli, results),
+        _notes(results, ratios),
+    )
+
+
+def _ratios(results: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """PostgreSQL's median over SQLite's, per read and size."""
+    by = {(r["store"], r["trials"]): r for r in results}
+    ratios: dict[str, dict[str, float]] = {}
+    for (kind, trials), result in by.items():
+        lite = by.get(("sqlite", trials))
+        if kind != "postgresql" or lite is None:
+            continue
+        ratios[str(trials)] = {
+            name: read["seconds"]["median"] / lite["reads"][name]["seconds"]["median"]
+            for name, read in result["reads"].items()
+        } | {"simulation": result["simulation_seconds"] / lite["simulation_seconds"]}
+    return ratios
+
+
+def _notes(results: list[dict[str, Any]], ratios: dict[str, dict[str, float]]) -> str:
+    lines = [
+        "Reads run as commands, so their times include Python's start and imports "
+        "(`python -c pass` and `scaletune --help` above show that floor); `one trial's curve` "
+        "is the store read alone, in process. The report folder holds every trial in "
+        "analytics.csv and pictures of all of them (line collections).",
+    ]
+    for trials, values in sorted(ratios.items(), key=lambda item: int(item[0])):
+        worst = max(values.items(), key=lambda item: item[1])
+        lines.append(
+            f"PostgreSQL over SQLite at {int(trials):,} trials: "
+            + ", ".join(f"{name} {ratio:.2f}×" for name, ratio in values.items())
+            + f" (largest: {worst[0]})."
+        )
+    ten = [r for r in results if r["trials"] == 10_000 and r["store"] == "sqlite"]
+    if ten:
+        missed = [
+            f"{name} {ten[0]['reads'][name]['seconds']['median']:.2f} s > {target:g} s"
+            for name, target in TARGETS.items()
+            if ten[0]["reads"][name]["seconds"]["median"] > target
+        ]
+        lines.append(
+            "Targets at 10,000 trials on SQLite: "
+            + ("all met." if not missed else "not met: " + "; ".join(missed) + ".")
+        )
+    return "\n\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,177 @@
+"""Reads over all the trials of a tuning job, as SQL aggregates and indexed scans: what a
+summary, the analytics table and a report need, at 10,000 trials and more, without loading
+every record (or every trial's spec) into Python."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine, and_, case, func, literal, select
+
+from scaletune.store._records import JobStatus, MetricPoint
+from scaletune.store._schema import metric_points, training_jobs
+
+_TERMINAL = [status.value for status in JobStatus if status.is_terminal]
+
+
+@dataclass(frozen=True)
+class TrialRow:
+    """A trial as tables and pictures show it: no spec, no final metrics."""
+
+    id: str
+    trial_number: int | None
+    status: JobStatus
+    algorithm: str
+    hyperparameters: dict[str, Any]
+    instance_count: int
+    start_time: float | None
+    end_time: float | None
+    wall_seconds: float | None
+    billable_seconds: float | None
+    objective: float | None
+    resource: int | None
+    failure_reason: str | None
+    full_resource: int | None
+    seconds_per_step: float | None
+
+
+@dataclass(frozen=True)
+class TuningTotals:
+    """What a tuning job's trials add up to."""
+
+    trials: int
+    job_counts: dict[JobStatus, int]
+    billable_seconds: float
+    sequential_wall_seconds: float
+    # Billable seconds the stopped trials would have added had they run to their end (at
+    # their own seconds per step, else the median trial's), on all their workers.
+    unspent_seconds: float
+    waiting_for_room: list[str]  # trials whose workers wait for a busy cluster to make room
+
+
+_ROW_COLUMNS = [
+    training_jobs.c.id,
+    training_jobs.c.trial_number,
+    training_jobs.c.status,
+    training_jobs.c.algorithm,
+    training_jobs.c.hyperparameters,
+    training_jobs.c.instance_count,
+    training_jobs.c.start_time,
+    training_jobs.c.end_time,
+    training_jobs.c.wall_seconds,
+    training_jobs.c.billable_seconds,
+    training_jobs.c.objective,
+    training_jobs.c.resource,
+    training_jobs.c.failure_reason,
+    training_jobs.c.full_resource,
+    training_jobs.c.seconds_per_step,
+]
+
+
+class TrialQueries:
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def totals(self, tuning_id: str, max_resource: int | None) -> TuningTotals:
+        of_job = training_jobs.c.tuning_job_id == tuning_id
+        counts = (
+            select(
+                training_jobs.c.status,
+                func.count(),
+                func.coalesce(func.sum(training_jobs.c.billable_seconds), 0.0),
+                func.coalesce(func.sum(training_jobs.c.wall_seconds), 0.0),
+            )
+            .where(of_job)
+            .group_by(training_jobs.c.status)
+        )
+        waiting = select(training_jobs.c.id).where(
+            of_job,
+            training_jobs.c.waiting_since.is_not(None),
+            training_jobs.c.status.not_in(_TERMINAL),
+        )
+        with self._engine.connect() as conn:
+            by_status = {JobStatus(row[0]): row[1:] for row in conn.execute(counts)}
+            typical = self._median_seconds_per_step(conn, tuning_id)
+            unspent = conn.execute(self._unspent(tuning_id, max_resource, typical)).scalar()
+            waiting_ids = list(conn.execute(waiting.order_by(training_jobs.c.trial_number)))
+        return TuningTotals(
+            trials=sum(int(row[0]) for row in by_status.values()),
+            job_counts={status: int(by_status.get(status, (0,))[0]) for status in JobStatus},
+            billable_seconds=sum(float(row[1]) for row in by_status.values()),
+            sequential_wall_seconds=sum(float(row[2]) for row in by_status.values()),
+            unspent_seconds=float(unspent or 0.0),
+            waiting_for_room=[row[0] for row in waiting_ids],
+        )
+
+    @staticmethod
+    def _unspent(tuning_id: str, max_resource: int | None, typical: float | None) -> Any:
+        full: Any = training_jobs.c.full_resource
+        if max_resource is not None:
+            full = case((full > max_resource, literal(max_resource)), else_=full)
+        remaining = full - training_jobs.c.resource
+        per_step = (
+            training_jobs.c.seconds_per_step
+            if typical is None
+            else func.coalesce(training_jobs.c.seconds_per_step, literal(typical))
+        )
+        return select(func.sum(remaining * per_step * training_jobs.c.instance_count)).where(
+            training_jobs.c.tuning_job_id == tuning_id,
+            training_jobs.c.status == JobStatus.STOPPED.value,
+            training_jobs.c.resource > 0,
+            remaining > 0,
+        )
+
+    @staticmethod
+    def _median_seconds_per_step(conn: Any, tuning_id: str) -> float | None:
+        known = and_(
+            training_jobs.c.tuning_job_id == tuning_id,
+            training_jobs.c.seconds_per_step.is_not(None),
+        )
+        count = conn.execute(select(func.count()).where(known)).scalar_one()
+        if not count:
+            return None
+        middle = conn.execute(
+            select(training_jobs.c.seconds_per_step)
+            .where(known)
+            .order_by(training_jobs.c.seconds_per_step)
+            .offset((count - 1) // 2)
+            .limit(2 - count % 2)  # the middle value, or the two around the middle
+        ).scalars()
+        values = [float(value) for value in middle]
+        return sum(values) / len(values)
+
+    def rows(self, tuning_id: str, *, limit: int | None = None, offset: int = 0) -> list[TrialRow]:
+        """The trials in the order they were proposed."""
+        query = (
+            select(*_ROW_COLUMNS)
+            .where(training_jobs.c.tuning_job_id == tuning_id)
+            .order_by(training_jobs.c.trial_number)
+            .offset(offset)
+            .limit(limit)
+        )
+        with self._engine.connect() as conn:
+            return [
+                TrialRow(**{**row._mapping, "status": JobStatus(row.status)})
+                for row in conn.execute(query)
+            ]
+
+    def curves(self, tuning_id: str, name: str) -> dict[str, list[MetricPoint]]:
+        """Every trial's series of one metric, in one indexed read, by job id."""
+        query = (
+            select(
+                metric_points.c.job_id,
+                metric_points.c.step,
+                metric_points.c.value,
+                metric_points.c.time,
+            )
+            .join(training_jobs, training_jobs.c.id == metric_points.c.job_id)
+            .where(training_jobs.c.tuning_job_id == tuning_id, metric_points.c.name == name)
+            .order_by(metric_points.c.job_id, metric_points.c.step, metric_points.c.id)
+        )
+        curves: dict[str, list[MetricPoint]] = defaultdict(list)
+        with self._engine.connect() as conn:
+            for job_id, step, value, time in conn.execute(query):
+                curves[job_id].append(MetricPoint(name, step, value, time))
+        return dict(curves)

@@ -1,0 +1,40 @@
+"""`scaletune report` of a large tuning job: every trial in analytics.csv and the pictures,
+the best of them in the page's table."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import pytest
+
+from scaletune.experiment import _report, tuning_job_report
+from scaletune.store import Store
+from scaletune.tuning import summarize
+from tests.simulated import simulated_tuning
+
+
+def test_a_large_tuning_jobs_report_shows_the_best_and_files_them_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_report, "TABLE_ROWS", 10)
+    with Store(f"sqlite:///{tmp_path / 's.db'}") as store:
+        record = simulated_tuning(store, 30)
+        summary = summarize(store, record.id)
+        trials = store.trials.rows(record.id)
+        curves = store.trials.curves(record.id, "accuracy")
+    report = tuning_job_report(summary, trials, curves)
+    _, rows, note = report.tables[1]
+    header, *body = rows
+    assert len(body) == 10
+    assert note == "The 10 best of 30; every training job is in analytics.csv."
+    shown = [float(row[header.index("FinalObjectiveValue")]) for row in body]
+    best = sorted((t.objective for t in trials if t.objective is not None), reverse=True)
+    assert shown == pytest.approx(best[:10], abs=5e-4)  # printed to 4 significant digits
+    analytics = list(csv.DictReader(io.StringIO(report.files["analytics.csv"])))
+    assert [row["TrainingJobName"] for row in analytics] == [t.id for t in trials]
+    page = report.write(tmp_path / "report")
+    assert (tmp_path / "report" / "analytics.csv").read_text() == report.files["analytics.csv"]
+    assert (tmp_path / "report" / "tuning-trials.png").read_bytes().startswith(b"\x89PNG")
+    assert "The 10 best of 30" in page.read_text()

@@ -1,0 +1,48 @@
+"""A simulated Hyperband tuning job of any size, for tests that need many stored trials."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from scaletune.simulation import Curve, CurvePoint, simulate_tuning
+from scaletune.spec import tuning_spec_from_dict
+from scaletune.store import Store, TuningJobRecord
+
+MAX_RESOURCE = 9
+
+
+class RisingCurves:
+    """accuracy = x * (1 - e^-step): the larger x, the better; 1 + step/workers seconds."""
+
+    def curve(self, hyperparameters: Mapping[str, object], instance_count: int) -> Curve:
+        x = float(hyperparameters["x"])  # type: ignore[arg-type]
+        points = [
+            CurvePoint(step, 1.0 + step / instance_count, {"accuracy": x * (1 - math.exp(-step))})
+            for step in range(1, MAX_RESOURCE + 1)
+        ]
+        return Curve(points, full_resource=MAX_RESOURCE)
+
+
+def simulated_tuning(store: Store, trials: int, *, seed: int = 0) -> TuningJobRecord:
+    spec = tuning_spec_from_dict(
+        {
+            "name": "simulated",
+            "objective_metric": "accuracy",
+            "strategy": "Hyperband",
+            "hyperband": {"min_resource": 1, "max_resource": MAX_RESOURCE, "eta": 3},
+            "max_jobs": trials,
+            "max_parallel_jobs": 4,
+            "seed": seed,
+            "ranges": {
+                "x": {"type": "Continuous", "min_value": 0, "max_value": 1},
+                "instance_count": {"type": "Integer", "min_value": 1, "max_value": 3},
+            },
+            "training": {
+                "algorithm": "script",
+                "instance_count": 1,
+                "script": {"entry_point": "simulated-trial"},
+            },
+        }
+    )
+    return simulate_tuning(spec, RisingCurves(), store, start_time=1_000.0)
