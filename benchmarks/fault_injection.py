@@ -131,9 +131,7 @@ def _tune(folder: Path, spec: Any, kill_every: float | None) -> dict[str, Any]:
             1 for a in attempts.values() for x in a[1:] if x.resumed_from_step
         ),
         "failed_trials": statuses.count(JobStatus.FAILED.value),
-        "failure_reasons": [
-            t.failure_reason for t in trials if t.status is JobStatus.FAILED
-        ],
+        "failure_reasons": [t.failure_reason for t in trials if t.status is JobStatus.FAILED],
     }
 
 

@@ -43,23 +43,37 @@ TARGETS = {  # issue 15's targets at 10,000 trials on SQLite, in seconds
 }
 
 
-def _run(command: Sequence[str], store_url: str) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of one command, which must succeed."""
+# `python -m scaletune ARGS` that prints its own peak RSS (VmHWM, KiB) on stderr as it exits:
+# the kernel's rusage of a child also counts the parent it was forked from.
+PEAK = (
+    "import atexit, runpy, sys\n"
+    "def peak():\n"
+    "    hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0]\n"
+    "    print('PEAK', hwm.split()[1], file=sys.stderr)\n"
+    "atexit.register(peak)\n"
+    "sys.argv = ['scaletune', *sys.argv[1:]]\n"
+    "runpy.run_module('scaletune', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def _run(command: Sequence[str], store_url: str) -> tuple[float, float | None]:
+    """Wall seconds and peak RSS (MiB, where the command reports it) of one command, which
+    must succeed."""
     environment = {**os.environ, "SCALETUNE_STORE": store_url}
     started = time.perf_counter()
-    process = subprocess.Popen(
-        command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    result = subprocess.run(
+        command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False
     )
-    _, status, usage = os.wait4(process.pid, 0)
     seconds = time.perf_counter() - started
-    error = process.stderr.read().decode() if process.stderr else ""
-    if os.waitstatus_to_exitcode(status) != 0:
+    error = result.stderr.decode()
+    if result.returncode != 0:
         raise RuntimeError(f"{shlex.join(command)} failed: {error.strip()[-500:]}")
-    return seconds, usage.ru_maxrss / 1024
+    peaks = [line.split()[1] for line in error.splitlines() if line.startswith("PEAK ")]
+    return seconds, int(peaks[-1]) / 1024 if peaks else None
 
 
 def _scaletune(*args: str) -> list[str]:
-    return [sys.executable, "-m", "scaletune", *args]
+    return [sys.executable, "-c", PEAK, *args]
 
 
 def cli_start(store_url: str, tuning_id: str, repeats: int) -> dict[str, Any]:
@@ -116,15 +130,21 @@ def one_size(kind: str, size: int, url: str, folder: Path, repeats: int) -> dict
         "jobs list --tuning-job": _scaletune("jobs", "list", "--tuning-job", record.id),
         "report": _scaletune("report", record.id, "--out", str(folder / f"{kind}-{size}")),
     }
+    in_process = _in_process(url, record.id, folder / f"{kind}-{size}-in-process", repeats)
     reads: dict[str, Any] = {}
     for name, command in commands.items():
         runs = [_run(command, url) for _ in range(1 if name == "report" else repeats)]
         reads[name] = {
             "seconds": summary([seconds for seconds, _ in runs]),
-            "peak_rss_mib": max(rss for _, rss in runs),
+            "in_process_seconds": in_process[name],
+            "peak_rss_mib": max(rss or 0.0 for _, rss in runs),
         }
         print(f"  {name}: {reads[name]['seconds']['median']:.2f} s", file=sys.stderr, flush=True)
-    reads["one trial's curve"] = {"seconds": summary(curve_seconds), "peak_rss_mib": None}
+    reads["one trial's curve"] = {
+        "seconds": summary(curve_seconds),
+        "in_process_seconds": summary(curve_seconds),
+        "peak_rss_mib": None,
+    }
     return {
         "store": kind,
         "trials": size,
@@ -133,6 +153,41 @@ def one_size(kind: str, size: int, url: str, folder: Path, repeats: int) -> dict
         "simulation_ms_per_trial": 1000 * simulated / size,
         "reads": reads,
     }
+
+
+def _in_process(url: str, tuning_id: str, out: Path, repeats: int) -> dict[str, Any]:
+    """The same reads as functions, in this process: the read without Python's start."""
+    from scaletune.experiment import tuning_job_report
+    from scaletune.tuning import analytics_dataframe, summarize
+
+    store = Store(url)
+
+    def report() -> None:
+        summary_ = summarize(store, tuning_id)
+        rows = store.trials.rows(tuning_id)
+        curves = store.trials.curves(tuning_id, METRIC)
+        tuning_job_report(summary_, rows, curves).write(out)
+
+    reads = {
+        "tuning show": lambda: summarize(store, tuning_id),
+        "tuning analytics --csv": lambda: analytics_dataframe(store, tuning_id).to_csv(
+            out.with_suffix(".csv"), index=False
+        ),
+        "jobs list --tuning-job": lambda: store.list_training_jobs(
+            tuning_job_id=tuning_id, limit=20
+        ),
+        "report": report,
+    }
+    times: dict[str, Any] = {}
+    with store:
+        for name, read in reads.items():
+            samples = []
+            for _ in range(1 if name == "report" else repeats):
+                started = time.perf_counter()
+                read()
+                samples.append(time.perf_counter() - started)
+            times[name] = summary(samples)
+    return times
 
 
 def _postgres_server() -> tuple[str, str]:
@@ -152,14 +207,15 @@ def _postgres_server() -> tuple[str, str]:
 
 def _table(cli: dict[str, Any], sizes: list[dict[str, Any]]) -> list[list[str]]:
     base = cli["python -c pass"]["median"]
-    rows = [["measure", "store", "trials", "median s", "peak RSS MiB", "target"]]
+    rows = [["measure", "store", "trials", "command s", "in process s", "peak RSS MiB", "target"]]
     for name, stats in cli.items():
         rows.append(
             [
                 f"start: {name}",
                 "sqlite",
                 "",
-                f"{stats['median']:.3f} ({stats['median'] / base:.1f}× python -c pass)",
+                f"{stats['median']:.3f} ({stats['median'] / base:.0f}× python -c pass)",
+                "",
                 "",
                 "",
             ]
@@ -170,6 +226,7 @@ def _table(cli: dict[str, Any], sizes: list[dict[str, Any]]) -> list[list[str]]:
                 "simulation per trial",
                 result["store"],
                 f"{result['trials']:,}",
+                "",
                 f"{result['simulation_ms_per_trial'] / 1000:.4f}",
                 "",
                 "≤ 0.005",
@@ -183,7 +240,8 @@ def _table(cli: dict[str, Any], sizes: list[dict[str, Any]]) -> list[list[str]]:
                     name,
                     result["store"],
                     f"{result['trials']:,}",
-                    f"{read['seconds']['median']:.3f}",
+                    "" if rss is None else f"{read['seconds']['median']:.3f}",
+                    _seconds(read["in_process_seconds"]["median"]),
                     "" if rss is None else f"{rss:.0f}",
                     "" if target is None or result["trials"] != 10_000 else f"≤ {target:g}",
                 ]
@@ -227,6 +285,10 @@ def main() -> None:
         _table(cli, results),
         _notes(results, ratios),
     )
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.4f}" if value < 0.1 else f"{value:.3f}"
 
 
 def _ratios(results: list[dict[str, Any]]) -> dict[str, dict[str, float]]:

@@ -23,7 +23,7 @@ from scaletune.spec import (
     describe_validation_error,
     tuning_spec_from_dict,
 )
-from scaletune.spec._tuning import CLUSTER_SIZE
+from scaletune.spec._names import CLUSTER_SIZE
 from scaletune.store import JobStatus, MetricPoint, Store, TrainingJobRecord, TuningJobRecord
 
 

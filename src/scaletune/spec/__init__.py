@@ -1,54 +1,104 @@
-"""Typed, validated, immutable descriptions of jobs, and the loader that builds them."""
+"""Typed, validated, immutable descriptions of jobs, and the loader that builds them.
 
-from scaletune.spec._loader import (
-    apply_override,
-    describe_validation_error,
-    load_training_spec,
-    load_tuning_spec,
-    parse_value,
-    training_spec_from_dict,
-    tuning_spec_from_dict,
-)
-from scaletune.spec._ranges import (
-    CategoricalRange,
-    ContinuousRange,
-    IntegerRange,
-    ObjectiveType,
-    ParameterRange,
-    Range,
-    Scaling,
-)
-from scaletune.spec._training import (
-    AlgorithmName,
-    BackendName,
-    BuiltinDataset,
-    ChannelName,
-    ChannelSpec,
-    CheckpointSpec,
-    ClusterSpec,
-    DataUrl,
-    DistributionSpec,
-    DistributionStrategy,
-    HyperparameterValue,
-    Location,
-    MetricDefinition,
-    Placement,
-    RetrySpec,
-    ScriptSpec,
-    ShardingMode,
-    SyncMode,
-    TrainingJobSpec,
-    is_url,
-)
-from scaletune.spec._tuning import (
-    EarlyStopping,
-    HyperbandSpec,
-    Strategy,
-    TuningJobSpec,
-    WarmStartSpec,
-    WarmStartType,
-)
+Names load on first use: a command that reads records does not load pydantic's models."""
 
+from typing import TYPE_CHECKING
+
+from scaletune._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from scaletune.spec._loader import (
+        apply_override,
+        describe_validation_error,
+        load_training_spec,
+        load_tuning_spec,
+        parse_value,
+        training_spec_from_dict,
+        tuning_spec_from_dict,
+    )
+    from scaletune.spec._ranges import (
+        CategoricalRange,
+        ContinuousRange,
+        IntegerRange,
+        ObjectiveType,
+        ParameterRange,
+        Range,
+        Scaling,
+    )
+    from scaletune.spec._training import (
+        AlgorithmName,
+        BackendName,
+        BuiltinDataset,
+        ChannelName,
+        ChannelSpec,
+        CheckpointSpec,
+        ClusterSpec,
+        DataUrl,
+        DistributionSpec,
+        DistributionStrategy,
+        HyperparameterValue,
+        Location,
+        MetricDefinition,
+        Placement,
+        RetrySpec,
+        ScriptSpec,
+        ShardingMode,
+        SyncMode,
+        TrainingJobSpec,
+        is_url,
+    )
+    from scaletune.spec._tuning import (
+        EarlyStopping,
+        HyperbandSpec,
+        Strategy,
+        TuningJobSpec,
+        WarmStartSpec,
+        WarmStartType,
+    )
+
+_WHERE = {
+    "apply_override": "_loader",
+    "describe_validation_error": "_loader",
+    "load_training_spec": "_loader",
+    "load_tuning_spec": "_loader",
+    "parse_value": "_loader",
+    "training_spec_from_dict": "_loader",
+    "tuning_spec_from_dict": "_loader",
+    "CategoricalRange": "_ranges",
+    "ContinuousRange": "_ranges",
+    "IntegerRange": "_ranges",
+    "ObjectiveType": "_ranges",
+    "ParameterRange": "_ranges",
+    "Range": "_ranges",
+    "Scaling": "_ranges",
+    "AlgorithmName": "_training",
+    "BackendName": "_training",
+    "BuiltinDataset": "_training",
+    "ChannelName": "_training",
+    "ChannelSpec": "_training",
+    "CheckpointSpec": "_training",
+    "ClusterSpec": "_training",
+    "DataUrl": "_training",
+    "DistributionSpec": "_training",
+    "DistributionStrategy": "_training",
+    "HyperparameterValue": "_training",
+    "Location": "_training",
+    "MetricDefinition": "_training",
+    "Placement": "_training",
+    "RetrySpec": "_training",
+    "ScriptSpec": "_training",
+    "ShardingMode": "_training",
+    "SyncMode": "_training",
+    "TrainingJobSpec": "_training",
+    "is_url": "_training",
+    "EarlyStopping": "_tuning",
+    "HyperbandSpec": "_tuning",
+    "Strategy": "_tuning",
+    "TuningJobSpec": "_tuning",
+    "WarmStartSpec": "_tuning",
+    "WarmStartType": "_tuning",
+}
+__getattr__ = lazy_names(__name__, _WHERE)
 __all__ = [
     "AlgorithmName",
     "BackendName",

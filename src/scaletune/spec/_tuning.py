@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import Field, ValidationError, model_validator
 
 from scaletune.errors import InvalidInputError
+from scaletune.spec._names import CLUSTER_SIZE
 from scaletune.spec._ranges import (
     CategoricalRange,
     ContinuousRange,
@@ -19,7 +20,6 @@ from scaletune.spec._ranges import (
 from scaletune.spec._training import TrainingJobSpec, _Frozen
 
 # A range over the number of workers: cluster size as a tuned choice, not a hyperparameter.
-CLUSTER_SIZE = "instance_count"
 
 
 class Strategy(StrEnum):

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from scaletune.clock import Clock
 from scaletune.errors import InvalidInputError
 from scaletune.spec import ObjectiveType, TuningJobSpec, describe_validation_error
-from scaletune.spec._tuning import CLUSTER_SIZE
+from scaletune.spec._names import CLUSTER_SIZE
 from scaletune.store import (
     JobOutcome,
     JobStatus,

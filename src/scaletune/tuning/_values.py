@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scaletune.spec._tuning import CLUSTER_SIZE
+from scaletune.spec._names import CLUSTER_SIZE
 from scaletune.store import MetricPoint, TrainingJobRecord, TrialRow
 
 
