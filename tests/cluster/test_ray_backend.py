@@ -90,6 +90,16 @@ def test_a_job_for_ray_is_refused_by_a_local_session(session: Session) -> None:
         session.controller.prepare(_spec())
 
 
+def _job_file(folder: Path, workers: int) -> Path:
+    job = folder / "job.toml"
+    job.write_text(
+        f'algorithm = "xgboost"\ninstance_count = {workers}\n'
+        "hyperparameters = { num_round = 3 }\n"
+        'channels.train = { dataset = "breast-cancer" }\n'
+    )
+    return job
+
+
 def test_the_cli_runs_a_job_on_ray_when_asked(
     ray_backend: RayBackend, store_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -97,12 +107,7 @@ def test_the_cli_runs_a_job_on_ray_when_asked(
 
     from tests.cli.test_cli import _cli
 
-    job = tmp_path / "job.toml"
-    job.write_text(
-        'algorithm = "xgboost"\ninstance_count = 2\n'
-        "hyperparameters = { num_round = 3 }\n"
-        'channels.train = { dataset = "breast-cancer" }\n'
-    )
+    job = _job_file(tmp_path, workers=2)
     ray_backend.release_idle()  # the CLI's backend is another pool: room for its group
     code, out, err = _cli(capsys, "train", str(job), "--backend", "ray", "--json")
     assert code == 0, out + err
@@ -128,12 +133,7 @@ def test_the_cli_says_on_stderr_why_a_job_can_never_fit(
 ) -> None:
     from tests.cli.test_cli import _cli
 
-    job = tmp_path / "job.toml"
-    job.write_text(
-        'algorithm = "xgboost"\ninstance_count = 6\n'
-        "hyperparameters = { num_round = 3 }\n"
-        'channels.train = { dataset = "breast-cancer" }\n'
-    )
+    job = _job_file(tmp_path, workers=6)
     # Ray runs already in this process: the CLI joins it, a cluster it did not start.
     code, out, err = _cli(capsys, "train", str(job), "--backend", "ray")
     assert code == 1

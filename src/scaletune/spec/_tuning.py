@@ -72,7 +72,7 @@ class TuningJobSpec(_Frozen):
     hyperband: HyperbandSpec | None = None
     early_stopping: EarlyStopping = EarlyStopping.OFF
     ranges: dict[str, ParameterRange] = Field(min_length=1)
-    max_jobs: int = Field(ge=1, le=10_000)
+    max_jobs: int = Field(ge=1, le=1_000_000)  # a simulated job of 100,000 trials is routine
     max_parallel_jobs: int = Field(default=1, ge=1)
     max_runtime_seconds: float | None = Field(
         default=None,

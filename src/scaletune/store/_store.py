@@ -107,14 +107,7 @@ class Store:
             )
 
     def mark_in_progress(self, job_id: str, start_time: float, pid: int, host: str) -> None:
-        self._update(
-            training_jobs,
-            job_id,
-            status=JobStatus.IN_PROGRESS.value,
-            start_time=start_time,
-            controller_pid=pid,
-            controller_host=host,
-        )
+        self._mark_started(training_jobs, job_id, start_time, pid, host)
 
     def finish_training_job(
         self, job_id: str, outcome: JobOutcome, metrics: Sequence[MetricPoint] = ()
@@ -270,14 +263,7 @@ class Store:
     def mark_tuning_in_progress(
         self, tuning_id: str, start_time: float, pid: int, host: str
     ) -> None:
-        self._update(
-            tuning_jobs,
-            tuning_id,
-            status=JobStatus.IN_PROGRESS.value,
-            start_time=start_time,
-            controller_pid=pid,
-            controller_host=host,
-        )
+        self._mark_started(tuning_jobs, tuning_id, start_time, pid, host)
 
     def set_tuning_best(self, tuning_id: str, job_id: str, objective: float) -> None:
         self._update(tuning_jobs, tuning_id, best_training_job=job_id, best_objective=objective)
@@ -328,6 +314,19 @@ class Store:
         )
         with self._engine.connect() as conn:
             return [_tuning_record(row._mapping) for row in conn.execute(query)]
+
+    def _mark_started(
+        self, table: Any, row_id: str, start_time: float, pid: int, host: str
+    ) -> None:
+        """InProgress, with the controller that runs it (to tell later whether it died)."""
+        self._update(
+            table,
+            row_id,
+            status=JobStatus.IN_PROGRESS.value,
+            start_time=start_time,
+            controller_pid=pid,
+            controller_host=host,
+        )
 
     def _update(self, table: Any, row_id: str, **values: object) -> None:
         with self._engine.begin() as conn:
