@@ -9,6 +9,7 @@ max(1, n // eta) of the n values recorded at that rung of its bracket so far (it
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 
@@ -21,7 +22,8 @@ from scaletune.tuning._schedulers import CONTINUE, Decision, Verdict
 @dataclass
 class _Bracket:
     rungs: list[int]
-    recorded: dict[int, list[float]] = field(default_factory=dict)  # rung -> values seen
+    # rung -> values seen, kept sorted (ascending): a rank is one index, not a sort per report
+    recorded: dict[int, list[float]] = field(default_factory=dict)
 
 
 class HyperbandScheduler:
@@ -74,10 +76,9 @@ class HyperbandScheduler:
         rung = bracket.rungs[index]
         self._next_rung[trial] = index + 1
         values = bracket.recorded.setdefault(rung, [])
-        values.append(value)
+        bisect.insort(values, value)
         keep = max(1, len(values) // self.eta)
-        ranked = sorted(values, reverse=self._maximize)
-        if (value >= ranked[keep - 1]) if self._maximize else (value <= ranked[keep - 1]):
+        if (value >= values[-keep]) if self._maximize else (value <= values[keep - 1]):
             return CONTINUE
         return Verdict(
             Decision.STOP,
