@@ -189,7 +189,13 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
         store.create_training_job(_new("old-job"))
     engine = create_engine(url)
     with engine.begin() as conn:  # make it look as version 1 left it
-        for index in ("tuning_job_id", "tuning_trial", "tuning_status"):
+        for index in (
+            "tuning_job_id",
+            "tuning_trial",
+            "tuning_status",
+            "tuning_created",
+            "tuning_pace",
+        ):
             conn.execute(text(f"DROP INDEX ix_training_jobs_{index}"))
         for column in (
             "tuning_job_id",

@@ -28,8 +28,7 @@ def open_schema(conn: Connection) -> str | None:
         for column, sql_type in TRAINING_JOB_COLUMNS_V2:
             conn.execute(text(f"ALTER TABLE training_jobs ADD COLUMN {column} {sql_type}"))
         metadata.create_all(conn)  # the new tables
-        for index in training_jobs.indexes:  # and the new columns' indexes
-            index.create(conn, checkfirst=True)
+        _create_indexes(conn)  # and the new columns' indexes
         version = _set_version(conn, "2")
     if version == "2":  # version 3 brought the rejected_metrics table
         metadata.create_all(conn)
@@ -43,10 +42,17 @@ def open_schema(conn: Connection) -> str | None:
     if version == "5":  # version 6: per-trial cost figures, and indexes for large tuning jobs
         for column, sql_type in TRAINING_JOB_COLUMNS_V6:
             conn.execute(text(f"ALTER TABLE training_jobs ADD COLUMN {column} {sql_type}"))
-        for index in training_jobs.indexes:
-            index.create(conn, checkfirst=True)
+        _create_indexes(conn)
         version = _set_version(conn, "6")
     return version
+
+
+def _create_indexes(conn: Connection) -> None:
+    """training_jobs' indexes over columns it has by now (later versions add the rest)."""
+    present = {column["name"] for column in inspect(conn).get_columns(training_jobs.name)}
+    for index in training_jobs.indexes:
+        if {column.name for column in index.columns} <= present:
+            index.create(conn, checkfirst=True)
 
 
 def _set_version(conn: Connection, version: str) -> str:

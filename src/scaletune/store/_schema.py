@@ -64,7 +64,21 @@ training_jobs = Table(
     Column("full_resource", Integer),
     Column("seconds_per_step", Float),
     Index("ix_training_jobs_tuning_trial", "tuning_job_id", "trial_number"),
-    Index("ix_training_jobs_tuning_status", "tuning_job_id", "status"),
+    # Covering indexes: a summary's aggregates read these, never the wide rows (specs).
+    Index(
+        "ix_training_jobs_tuning_status",
+        "tuning_job_id",
+        "status",
+        "billable_seconds",
+        "wall_seconds",
+        "resource",
+        "full_resource",
+        "seconds_per_step",
+        "instance_count",
+    ),
+    Index("ix_training_jobs_tuning_pace", "tuning_job_id", "seconds_per_step"),
+    # A tuning job's trials newest first, a page at a time (`jobs list --tuning-job`).
+    Index("ix_training_jobs_tuning_created", "tuning_job_id", "created_at"),
 )
 
 # Columns version 6 added to training_jobs.
