@@ -46,6 +46,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.checkpoint_overhead
 	$(BIN)/python -m benchmarks.fault_recovery
 	$(BIN)/python -m benchmarks.fault_injection
+	$(BIN)/python -m benchmarks.store_scale
 
 $(BENCH_STAMP): pyproject.toml $(BENCH_REQUIREMENTS) $(BENCH_CONSTRAINTS)
 	$(PYTHON) -m venv $(BENCH_VENV)
