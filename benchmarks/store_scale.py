@@ -12,7 +12,7 @@ PostgreSQL runs on a throw-away local server (scripts/test-postgres.sh), synchro
 off: the same class of durability as SQLite's WAL with synchronous=NORMAL.
 
     python -m benchmarks.store_scale                      # 1k, 10k, 100k; both stores
-    python -m benchmarks.store_scale --sizes 1000 --stores sqlite
+    python -m benchmarks.store_scale --sizes 10000 --stores sqlite --name store_scale_quiet
 """
 
 from __future__ import annotations
@@ -255,6 +255,9 @@ def main() -> None:
     parser.add_argument("--stores", default="sqlite,postgresql")
     parser.add_argument("--repeats", type=int, default=5, help="runs of each read command")
     parser.add_argument("--start-repeats", type=int, default=10)
+    parser.add_argument(
+        "--name", default="store_scale", help="results/NAME.md and .json (another run beside)"
+    )
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
     stores = args.stores.split(",")
@@ -279,7 +282,7 @@ def main() -> None:
             )
     ratios = _ratios(results)
     write(
-        "store_scale",
+        args.name,
         "Store reads and CLI start at 1,000 to 100,000 trials",
         {"cli_start_seconds": cli, "sizes": results, "postgres_over_sqlite": ratios},
         _table(cli, results),
