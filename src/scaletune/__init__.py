@@ -5,9 +5,9 @@ for `scaletune.report()` without loading the store, the tuner and their dependen
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from scaletune._lazy import lazy_names
 from scaletune.reporting import checkpoint, report
 
 if TYPE_CHECKING:
@@ -48,14 +48,7 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'scaletune' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"scaletune.{module}"), name)
-    globals()[name] = value
-    return value
-
+__getattr__ = lazy_names(__name__, _WHERE)
 
 __all__ = [
     "CategoricalRange",
