@@ -22,6 +22,7 @@ from scaletune.cli._options import (
     RayAddressOption,
     StoreOption,
     err,
+    open_backend,
     open_store,
     out,
 )
@@ -245,13 +246,9 @@ def _run_prepared(
     cpus_needed: float,
 ) -> None:
     from scaletune.api import Session
-    from scaletune.cluster import make_backend
     from scaletune.training import Stopper
 
-    backend = make_backend(backend_name, ray_address, cpus_needed, warm_pool=False)
-    notice = getattr(backend, "notice", None)
-    if notice:  # on stderr: --json's stdout stays one object
-        err.print(notice, highlight=False, soft_wrap=True)
+    backend = open_backend(backend_name, ray_address, cpus_needed, warm_pool=False)
     with contextlib.closing(backend), Session(store, backend=backend) as session:
         job = prepare(session.controller)
         spec = job.spec

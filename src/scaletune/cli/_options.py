@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 
 if TYPE_CHECKING:
+    from scaletune.cluster import Backend
+    from scaletune.spec import BackendName
     from scaletune.store import Store
 
 err = Console(stderr=True)
@@ -47,3 +49,17 @@ def open_store(store: str | None) -> Store:
     from scaletune.store import Store, resolve_store
 
     return Store(resolve_store(store).url)
+
+
+def open_backend(
+    name: BackendName, ray_address: str | None, cpus_needed: float, **options: Any
+) -> Backend:
+    """The backend a run asks for; how a Ray instance started here was sized, if notable,
+    goes on stderr once (`--json`'s stdout stays one object)."""
+    from scaletune.cluster import make_backend
+
+    backend = make_backend(name, ray_address, cpus_needed, **options)
+    notice = getattr(backend, "notice", None)
+    if notice:
+        err.print(notice, highlight=False, soft_wrap=True)
+    return backend

@@ -19,6 +19,7 @@ from scaletune.cli._options import (
     RayAddressOption,
     StoreOption,
     err,
+    open_backend,
     open_store,
     out,
 )
@@ -116,15 +117,9 @@ def tuning_resume(
 
 def _backend(spec: TuningJobSpec, ray_address: str | None) -> Backend:
     """The backend its trials ask for; a Ray instance started here fits all that run at once."""
-    from scaletune.cluster import make_backend
-
     cluster = spec.training.cluster
     cpus = spec.max_parallel_jobs * spec.max_instance_count * cluster.cpus_per_worker
-    workers = make_backend(cluster.backend, ray_address, cpus)
-    notice = getattr(workers, "notice", None)
-    if notice:  # on stderr: --json's stdout stays one object
-        err.print(notice, highlight=False, soft_wrap=True)
-    return workers
+    return open_backend(cluster.backend, ray_address, cpus)
 
 
 def _run_in_background(session: Session, tuning_id: str, ray_address: str | None) -> Path:

@@ -25,6 +25,7 @@ from scaletune.spec import (
 )
 from scaletune.spec._names import CLUSTER_SIZE
 from scaletune.store import JobStatus, MetricPoint, Store, TrainingJobRecord, TuningJobRecord
+from scaletune.tuning._values import tuned_value
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ class ReplaySource:
             ) from None
         recorded = [
             _Recorded(
-                {name: _tuned(trial, name) for name in spec.ranges},
+                {name: tuned_value(trial, name) for name in spec.ranges},
                 _curve_of(trial, store.metrics(trial.id)),
             )
             for trial in store.training_jobs_of(tuning_job_id)
@@ -73,10 +74,6 @@ class ReplaySource:
         return sum(
             _gap(parameter, a[name], b[name]) ** 2 for name, parameter in self.spec.ranges.items()
         )
-
-
-def _tuned(trial: TrainingJobRecord, name: str) -> object:
-    return trial.instance_count if name == CLUSTER_SIZE else trial.hyperparameters.get(name)
 
 
 def _curve_of(trial: TrainingJobRecord, points: list[MetricPoint]) -> Curve:
