@@ -24,6 +24,21 @@ class _RoundTimes(xgb.callback.TrainingCallback):
         return False
 
 
+class _FreshSamplers(xgb.callback.TrainingCallback):
+    """What scaletune does so that a sampled job resumes exactly (its `sampler_period`):
+    XGBoost's tree updaters, and their column samplers, built anew every `period` rounds.
+    Both runners then grow the same trees."""
+
+    def __init__(self, period: int) -> None:
+        super().__init__()
+        self.period = period
+
+    def before_iteration(self, model: Any, epoch: int, evals_log: Any) -> bool:
+        if epoch > 0 and epoch % self.period == 0:
+            model.load_config(model.save_config())
+        return False
+
+
 def train_worker(
     rank: int,
     world: int,
@@ -31,6 +46,7 @@ def train_worker(
     data: Path,
     params: dict[str, Any],
     rounds: int,
+    period: int,
     out: Any,
 ) -> None:
     features = np.load(data / "train_x.npy")
@@ -52,19 +68,20 @@ def train_worker(
             evals=[(dtrain, "train"), (dvalid, "validation")],
             evals_result=log,
             verbose_eval=False,
-            callbacks=[timer],
+            callbacks=[_FreshSamplers(period), timer],
         )
     if rank == 0:
         out.put((timer.times, log["validation"]["auc"][-1]))
 
 
 def run_plain(
-    data: Path, params: dict[str, Any], rounds: int, world: int
+    data: Path, params: dict[str, Any], rounds: int, world: int, period: int
 ) -> tuple[list[float], float]:
     """Round end times on rank 0, and the final validation AUC."""
     tracker = RabitTracker(n_workers=world, host_ip="127.0.0.1", sortby="task")
     tracker.start()
-    times, auc = run_group(train_worker, world, (tracker.worker_args(), data, params, rounds), 600)
+    worker_args = (tracker.worker_args(), data, params, rounds, period)
+    times, auc = run_group(train_worker, world, worker_args, 600)
     tracker.wait_for(60)
     tracker.free()
     return times, auc

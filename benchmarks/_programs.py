@@ -53,3 +53,12 @@ def ddp_model_step(model: Any) -> float:
     loss = model(torch.randn(8, 16, generator=generator)).pow(2).mean()
     loss.backward()
     return float(loss)
+
+
+def xgboost_samplers_kept(ctx: WorkerContext) -> None:
+    """scaletune's XGBoost program with its samplers never rebuilt (XGBoost's own loop): what
+    a sampled job cost before it resumed exactly (benchmarks/xgboost_exact_resume.py)."""
+    from scaletune.algorithms.xgboost import _program
+
+    _program._fresh_samplers = lambda booster: None  # this worker process only
+    _program.train_xgboost(ctx)

@@ -21,6 +21,7 @@ from benchmarks._report import BANK_MARKETING_FILE as BANK
 from benchmarks._report import Paired, spread, write
 from scaletune.algorithms.xgboost import REFERENCE_HYPERPARAMETERS as HYPERPARAMETERS
 from scaletune.algorithms.xgboost import XGBoostHyperparameters
+from scaletune.algorithms.xgboost._program import sampler_period
 from scaletune.api import Estimator, Session
 from scaletune.data import prepare_bank_marketing
 
@@ -40,6 +41,7 @@ def main() -> None:
     reference = XGBoostHyperparameters.model_validate(HYPERPARAMETERS)
     # The threads scaletune gives each worker: the cores shared out.
     params = reference.booster_params(seed=0, nthread=max(1, (os.cpu_count() or 1) // WORKERS))
+    period = sampler_period(reference.samples, None)
     plain_steps, ours_steps, plain_auc, ours_auc = [], [], [], []
     with tempfile.TemporaryDirectory() as scratch:
         data = Path(scratch)
@@ -47,9 +49,7 @@ def main() -> None:
         channel = {"dataset": "bank-marketing", "dataset_file": str(args.data)}
         with Session(data / "store.db") as session:
             for _ in range(args.repeats):
-                times, auc = run_plain(
-                    data, params, int(str(HYPERPARAMETERS["num_round"])), WORKERS
-                )
+                times, auc = run_plain(data, params, reference.num_round, WORKERS, period)
                 plain_steps.append(_step_seconds(times))
                 plain_auc.append(auc)
                 job = Estimator(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +36,10 @@ def main() -> None:
 
     rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
     if world > 1:
-        dist.init_process_group("gloo")  # env:// — MASTER_ADDR / MASTER_PORT from scaletune
+        # env:// (MASTER_ADDR, MASTER_PORT from scaletune); a peer stuck this long fails the
+        # collective, and scaletune retries the attempt from its checkpoint.
+        timeout = float(os.environ.get("SCALETUNE_COLLECTIVE_TIMEOUT_SECONDS", 300))
+        dist.init_process_group("gloo", timeout=timedelta(seconds=timeout))
     torch.manual_seed(0)
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
 

@@ -29,6 +29,8 @@ def main() -> None:
             "dmlc_tracker_uri": os.environ["DMLC_TRACKER_URI"],
             "dmlc_tracker_port": int(os.environ["DMLC_TRACKER_PORT"]),
             "dmlc_task_id": os.environ["DMLC_TASK_ID"],
+            # A collective stuck this long on a peer fails; scaletune retries the attempt.
+            "dmlc_timeout": int(float(os.environ.get("SCALETUNE_COLLECTIVE_TIMEOUT_SECONDS", 300))),
         }
         if world > 1
         else None

@@ -22,6 +22,8 @@ CHECKPOINT_ROOT_ENV = "SCALETUNE_CHECKPOINT_ROOT"  # where the job's checkpoints
 CHECKPOINT_KEEP_ENV = "SCALETUNE_CHECKPOINT_KEEP"
 CHECKPOINT_SAVES_ENV = "SCALETUNE_CHECKPOINT_SAVES"  # "1" on the rank that saves (rank 0)
 CHECKPOINT_STEP_ENV = "SCALETUNE_CHECKPOINT_STEP"  # the step restored, when resuming
+# Seconds a collective should wait on a peer: past it, the attempt is retried as hung.
+COLLECTIVE_TIMEOUT_ENV = "SCALETUNE_COLLECTIVE_TIMEOUT_SECONDS"
 
 _last_reported: int | None = None
 

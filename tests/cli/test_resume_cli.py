@@ -25,6 +25,9 @@ instance_count = 2
 num_round = 1500
 max_depth = 2
 eval_metric = "auc"
+subsample = 0.8
+colsample_bytree = 0.7
+colsample_bylevel = 0.5
 [channels.train]
 dataset = "breast-cancer"
 [channels.validation]
@@ -50,7 +53,8 @@ def test_sigterm_checkpoints_and_stops_then_resume_finishes_the_same_model(
     assert stopped["status"] == "Stopped"
     assert stopped["failure_reason"].startswith("SIGTERM: stopped at a checkpoint")
     saved_at = stopped["attempts"][0]["checkpoint_step"]
-    assert saved_at is not None and 0 < saved_at < 1000  # at the stop, not by the count
+    # At the stop, not by the count; at the last round whose samplers were fresh (every 10).
+    assert saved_at is not None and 0 < saved_at < 1000 and saved_at % 10 == 0
     assert not any(pid_alive(pid) for pid in workers)
 
     code, out, err = _cli(capsys, "jobs", "resume", stopped["id"], "--json")
@@ -66,7 +70,14 @@ def test_sigterm_checkpoints_and_stops_then_resume_finishes_the_same_model(
         steps = [p.step for p in session.store.metrics(resumed["id"], "validation:auc")]
         plain = Estimator(
             "xgboost",
-            {"num_round": 1500, "max_depth": 2, "eval_metric": "auc"},
+            {
+                "num_round": 1500,
+                "max_depth": 2,
+                "eval_metric": "auc",
+                "subsample": 0.8,
+                "colsample_bytree": 0.7,
+                "colsample_bylevel": 0.5,
+            },
             instance_count=2,
             session=session,
         ).fit({"train": {"dataset": "breast-cancer"}, "validation": {"dataset": "breast-cancer"}})

@@ -6,6 +6,7 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 
 from scaletune.worker import WorkerContext
 
@@ -60,6 +61,21 @@ class Unpicklable:
 def _signal_self_at_round(ctx: WorkerContext, signum: int, round_number: int) -> None:
     """Send this worker process `signum` when the program asks, for the round_number-th
     time, whether to stop (XGBoost asks after every round): a real kill at a known round."""
+
+    def send() -> None:
+        sys.stdout.flush()
+        os.kill(os.getpid(), signum)
+
+    _at_round(ctx, round_number, send)
+
+
+def _hang_at_round(ctx: WorkerContext, round_number: int) -> None:
+    """Block the program for good at a known round, alive: its heartbeats go on, its peers
+    wait in their next collective until it times out."""
+    _at_round(ctx, round_number, threading.Event().wait)
+
+
+def _at_round(ctx: WorkerContext, round_number: int, action: Callable[[], object]) -> None:
     asked = 0
     ask = ctx.stop_requested
 
@@ -67,8 +83,7 @@ def _signal_self_at_round(ctx: WorkerContext, signum: int, round_number: int) ->
         nonlocal asked
         asked += 1
         if asked == round_number:
-            sys.stdout.flush()
-            os.kill(os.getpid(), signum)
+            action()
         return ask()
 
     ctx.stop_requested = stop_requested  # type: ignore[method-assign]
@@ -88,6 +103,15 @@ def xgboost_rank1_killed_every_attempt(ctx: WorkerContext) -> None:
 
     if ctx.rank == 1:
         _signal_self_at_round(ctx, signal.SIGKILL, 3)
+    train_xgboost(ctx)
+
+
+def xgboost_rank1_hangs_at_round_5(ctx: WorkerContext) -> None:
+    """Rank 1 hangs, alive, at round 5 of its first attempt."""
+    from scaletune.algorithms.xgboost._program import train_xgboost
+
+    if ctx.rank == 1 and ctx.task.attempt == 1:
+        _hang_at_round(ctx, 5)
     train_xgboost(ctx)
 
 
@@ -117,6 +141,32 @@ def dnn_rank1_killed_on_first_attempt(ctx: WorkerContext) -> None:
         allreduce = ctx.task.distribution.strategy is DistributionStrategy.ALLREDUCE
         _signal_self_at_round(ctx, signal.SIGKILL, 5 if allreduce else 40)
     train_dnn(ctx)
+
+
+def dnn_rank1_hangs_on_first_attempt(ctx: WorkerContext) -> None:
+    """The built-in DNN whose rank 1 hangs, alive, mid-epoch (where the kill above hits)."""
+    from scaletune.algorithms.dnn._program import train_dnn
+    from scaletune.spec import DistributionStrategy
+
+    if ctx.rank == 1 and ctx.task.attempt == 1:
+        allreduce = ctx.task.distribution.strategy is DistributionStrategy.ALLREDUCE
+        _hang_at_round(ctx, 5 if allreduce else 40)
+    train_dnn(ctx)
+
+
+def dnn_rank0_port_taken_on_first_attempt(ctx: WorkerContext) -> None:
+    """The built-in DNN whose rendezvous port is taken (by this test, standing for another
+    process) before rank 0 binds it, on the first attempt only."""
+    import socket
+
+    from scaletune.algorithms.dnn._program import train_dnn
+
+    if ctx.rank == 0 and ctx.task.attempt == 1:
+        rendezvous = ctx.task.rendezvous
+        with socket.create_server((rendezvous.master_addr, rendezvous.master_port)):
+            train_dnn(ctx)
+    else:
+        train_dnn(ctx)
 
 
 def script_rank1_killed_after_two_checkpoints(ctx: WorkerContext) -> None:

@@ -43,11 +43,17 @@ def _validation_auc(session: Session, record: TrainingJobRecord) -> list[tuple[i
     return [(p.step, p.value) for p in session.store.metrics(record.id, "validation:auc")]
 
 
+SAMPLING = {"subsample": 0.8, "colsample_bytree": 0.7, "colsample_bylevel": 0.5}
+
+
+@pytest.mark.parametrize("sampling", [{}, SAMPLING], ids=["all-rows", "sampled-rows-columns"])
 def test_a_killed_worker_is_retried_from_the_checkpoint_and_gives_the_same_model(
-    session: Session,
+    session: Session, sampling: dict[str, float]
 ) -> None:
-    plain, _pids = _run(session, _spec())
-    record, pids = _run(session, _spec(), programs.xgboost_rank1_killed_at_round_7)
+    hyperparameters = {"num_round": 12, "max_depth": 3, "eval_metric": "auc", **sampling}
+    spec = _spec(hyperparameters=hyperparameters)
+    plain, _pids = _run(session, spec)
+    record, pids = _run(session, spec, programs.xgboost_rank1_killed_at_round_7)
 
     assert record.status is JobStatus.COMPLETED, record.failure_reason
     attempts = session.store.attempts.of(record.id)
@@ -59,7 +65,7 @@ def test_a_killed_worker_is_retried_from_the_checkpoint_and_gives_the_same_model
     assert second.status is JobStatus.COMPLETED and not second.retried
     assert second.resumed_from_step == 4
     assert second.steps_redone is not None and 0 < second.steps_redone <= 4  # every_steps
-    # Resumed at round 4, it grows the very trees of an uninterrupted run.
+    # Resumed at round 4, it grows the very trees of an uninterrupted run, sampled ones too.
     assert record.final_metrics["validation:auc"] == pytest.approx(
         plain.final_metrics["validation:auc"], abs=1e-9
     )
@@ -113,6 +119,24 @@ def test_a_stopped_worker_is_detected_by_its_silence_and_retried(session: Sessio
     # Detected within the timeout (plus a poll), not after a collective's own minutes.
     assert first.end_time - first.start_time < 15
     assert not pid_alive(pids[2])  # the stopped process was killed, not left behind
+
+
+def test_a_worker_that_hangs_alive_is_caught_by_its_peers_collective_timeout(
+    session: Session,
+) -> None:
+    # Its heartbeats go on (30 s would not fire anyway): the peers' all-reduce gives up.
+    spec = _spec(retry={"collective_timeout_seconds": 3})
+    record, pids = _run(session, spec, programs.xgboost_rank1_hangs_at_round_5)
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    first, second = session.store.attempts.of(record.id)
+    assert first.retried and second.resumed_from_step == 4
+    assert first.reason is not None
+    assert first.reason.startswith("worker 0's collective timed out waiting on a peer") or (
+        first.reason.startswith("worker 2's collective timed out waiting on a peer")
+    ), first.reason
+    assert "Poll timeout:3 seconds" in first.reason
+    assert first.end_time is not None and first.end_time - first.start_time < 20
+    assert not pid_alive(pids[1])  # the hung process was killed, not left behind
 
 
 def test_retries_off_without_checkpoints_start_afresh(session: Session) -> None:

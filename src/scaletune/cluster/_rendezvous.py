@@ -46,6 +46,7 @@ class GroupRendezvous:
         xgboost_tracker: bool,
         worker_addresses: bool = False,
         host: str = LOOPBACK,
+        collective_timeout_seconds: float,
     ) -> None:
         self._tracker: Any = None
         tracker_args: dict[str, str | int] = {}
@@ -60,6 +61,7 @@ class GroupRendezvous:
             worker_addresses=tuple(f"{host}:{free_port(host)}" for _ in range(world_size))
             if worker_addresses
             else (),
+            collective_timeout_seconds=collective_timeout_seconds,
         )
 
     def close(self, *, completed: bool) -> None:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         Scaling,
     )
     from scaletune.spec._training import (
+        DEFAULT_COLLECTIVE_TIMEOUT_SECONDS,
         AlgorithmName,
         BackendName,
         BuiltinDataset,
@@ -79,6 +80,7 @@ _WHERE = {
     "CheckpointSpec": "_training",
     "ClusterSpec": "_training",
     "DataUrl": "_training",
+    "DEFAULT_COLLECTIVE_TIMEOUT_SECONDS": "_training",
     "DistributionSpec": "_training",
     "DistributionStrategy": "_training",
     "HyperparameterValue": "_training",
@@ -100,6 +102,7 @@ _WHERE = {
 }
 __getattr__ = lazy_names(__name__, _WHERE)
 __all__ = [
+    "DEFAULT_COLLECTIVE_TIMEOUT_SECONDS",
     "AlgorithmName",
     "BackendName",
     "BuiltinDataset",

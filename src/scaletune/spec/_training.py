@@ -19,6 +19,7 @@ from pydantic import (
 HyperparameterValue = bool | int | float | str | list[str]
 
 DEFAULT_CHECKPOINT_SECONDS = 30.0
+DEFAULT_COLLECTIVE_TIMEOUT_SECONDS = 300.0  # gloo's own default wait is 30 minutes
 URL_PATTERN = r"^[A-Za-z][A-Za-z0-9+.-]*://."
 # A location fsspec opens (s3://bucket/key, gs://..., file:///...): kept as text, never a Path.
 DataUrl = Annotated[str, StringConstraints(pattern=URL_PATTERN)]
@@ -230,6 +231,13 @@ class RetrySpec(_Frozen):
         default=30.0,
         gt=0,
         description="a worker silent this long (stopped, hung) is taken for lost",
+    )
+    collective_timeout_seconds: float = Field(
+        default=DEFAULT_COLLECTIVE_TIMEOUT_SECONDS,
+        gt=0,
+        description="a collective (an all-reduce, a parameter server's reply) that waits this "
+        "long on a peer fails, and the attempt is taken for hung: a worker alive but stuck "
+        "still sends heartbeats",
     )
 
 

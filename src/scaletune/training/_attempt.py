@@ -53,6 +53,7 @@ def worker_tasks(
         xgboost_tracker=job.algorithm.wants_xgboost_tracker(job.spec) and world_size > 1,
         worker_addresses=job.spec.script is not None,
         host=host,
+        collective_timeout_seconds=job.spec.retry.collective_timeout_seconds,
     )
     plan = None
     if job.checkpoints is not None:

@@ -3,6 +3,7 @@ workers that fail, die or fall silent; and which of those endings a retry can me
 
 from __future__ import annotations
 
+import re
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -147,19 +148,39 @@ def supervise(
 def _with_root_cause(
     log_path: Callable[[int], Path], group: Group, failures: list[Failed | Exited]
 ) -> list[Failed | Exited]:
-    """A worker's death makes its peers' collectives fail: give a death time to show
-    (and the workers' last output time to reach the log)."""
+    """A worker's death, or its error, makes its peers' collectives fail: give the cause
+    time to show (and the workers' last output time to reach the log)."""
     if not any(isinstance(event, Exited) for event in failures):
         for event in group.poll(ROOT_CAUSE_SECONDS):
-            if isinstance(event, Exited):
+            if isinstance(event, Exited | Failed):
                 failures.append(event)
             elif isinstance(event, LogOutput):
                 append_log(log_path, event)
     return failures
 
 
+# How a collective says it waited too long on a peer: gloo, NCCL's watchdog, XGBoost's
+# collective, scaletune's parameter server client.
+_COLLECTIVE_TIMEOUT = re.compile(
+    r"Timed out waiting \d+ms for (recv|send) operation"
+    r"|collective operation timeout"
+    r"|Poll timeout: ?\d+ seconds"
+    r"|collective timed out"
+)
+# A port of the rendezvous taken between being chosen and being bound (by another job, say).
+_BIND_FAILED = re.compile(r"[Aa]ddress already in use|EADDRINUSE")
+# What its peers see once a worker stuck in one gives up, or is killed.
+_PEER_GONE = re.compile(
+    r"Connection (closed|reset) by peer|Broken pipe|Ring all(reduce|gather)|Poll error"
+    r"|Failed to recv|parameter server"
+)
+
+
 def failure(failures: list[Failed | Exited]) -> Ending:
-    """The job's reason: a worker that died if any (the cause), else the first error."""
+    """The job's reason: a worker that died if any (the cause); a rendezvous port that could
+    not be bound; collectives that timed out with nothing else wrong, which mean a peer that
+    hung (its heartbeats go on while it is stuck); else the program's first error. Only the
+    last is the program's fault; a retry mends the others."""
     died = [event for event in failures if isinstance(event, Exited)]
     if died:
         event = died[0]
@@ -169,9 +190,39 @@ def failure(failures: list[Failed | Exited]) -> Ending:
             f"({event.reason or _exit_text(event.exitcode)})",
             Fault.INFRASTRUCTURE,
         )
-    first = failures[0]
-    assert isinstance(first, Failed)
+    errors = [event for event in failures if isinstance(event, Failed)]
+    unbound = [event for event in errors if _BIND_FAILED.search(event.error)]
+    if unbound:
+        first = unbound[0]
+        return Ending(
+            JobStatus.FAILED,
+            f"worker {first.rank} could not bind a rendezvous port (taken by another process "
+            f"meanwhile): {_matching_line(first.error, _BIND_FAILED)}",
+            Fault.INFRASTRUCTURE,
+        )
+    timed_out = [event for event in errors if _COLLECTIVE_TIMEOUT.search(event.error)]
+    program = [
+        event
+        for event in errors
+        if not _COLLECTIVE_TIMEOUT.search(event.error) and not _PEER_GONE.search(event.error)
+    ]
+    if timed_out and not program:
+        first = timed_out[0]
+        return Ending(
+            JobStatus.FAILED,
+            f"worker {first.rank}'s collective timed out waiting on a peer (hung, or the "
+            f"network broke; retry.collective_timeout_seconds): "
+            f"{_matching_line(first.error, _COLLECTIVE_TIMEOUT)}",
+            Fault.INFRASTRUCTURE,
+        )
+    first = (program or errors)[0]
     return Ending(JobStatus.FAILED, f"worker {first.rank} failed: {first.error}", Fault.PROGRAM)
+
+
+def _matching_line(error: str, pattern: re.Pattern[str]) -> str:
+    """The line that says so: XGBoost's errors are a stack of lines, the cause among them."""
+    line = next(line for line in error.splitlines() if pattern.search(line))
+    return line.strip(" -")
 
 
 def append_log(log_path: Callable[[int], Path], event: LogOutput) -> None:

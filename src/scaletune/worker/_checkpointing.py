@@ -62,12 +62,13 @@ class WorkerCheckpoints:
         self, step: int, files: Mapping[str, bytes], meta: Mapping[str, Any] | None = None
     ) -> bool:
         """Publish a checkpoint of `step` (one rank saves: the others' state comes in its
-        files). A failure is logged and leaves the last good checkpoint as it was: the job
+        files; `meta` may say its own `reported_step` for one saved from an earlier step).
+        A failure is logged and leaves the last good checkpoint as it was: the job
         goes on, and so does the clock, so a full disk is not retried at every step."""
         started = self._monotonic()
         self._last_save = started
         try:
-            meta = {**(meta or {}), "reported_step": self._reported_step()}
+            meta = {"reported_step": self._reported_step(), **(meta or {})}
             self._folder.save(step, files, meta, saved_at=time.time())
             self._folder.prune(self.plan.keep)
         except CheckpointError as exc:

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from scaletune.checkpoints import CheckpointPlan
 from scaletune.data import Table, TableFiles, shard_bounds
-from scaletune.spec import DistributionSpec, ScriptSpec
+from scaletune.spec import DEFAULT_COLLECTIVE_TIMEOUT_SECONDS, DistributionSpec, ScriptSpec
 from scaletune.worker._checkpointing import WorkerCheckpoints
 from scaletune.worker._messages import Report, WorkerEvent
 
@@ -27,6 +27,8 @@ class Rendezvous:
     xgboost_tracker: Mapping[str, str | int] = field(default_factory=dict)
     # "host:port" of each rank, on its own node, for TF_CONFIG (user scripts only).
     worker_addresses: tuple[str, ...] = ()
+    # How long a collective waits on a peer before it fails (retry.collective_timeout_seconds).
+    collective_timeout_seconds: float = DEFAULT_COLLECTIVE_TIMEOUT_SECONDS
 
 
 @dataclass(frozen=True)

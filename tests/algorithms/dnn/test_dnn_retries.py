@@ -18,7 +18,10 @@ DIGITS = {"dataset": "digits"}
 
 
 def _run(
-    session: Session, distribution: dict[str, Any], program: WorkerProgram | None = None
+    session: Session,
+    distribution: dict[str, Any],
+    program: WorkerProgram | None = None,
+    retry: dict[str, Any] | None = None,
 ) -> TrainingJobRecord:
     spec = training_spec_from_dict(
         {
@@ -35,6 +38,7 @@ def _run(
             },
             "channels": {"train": DIGITS, "validation": DIGITS},
             "checkpoint": {"every_steps": 15, "every_seconds": None},
+            "retry": retry or {},
         }
     )
     return run_job(session, spec, program)
@@ -62,3 +66,36 @@ def test_a_killed_dnn_worker_resumes_from_its_checkpoint_and_matches(
     assert record.final_metrics["train:loss"] == pytest.approx(
         plain.final_metrics["train:loss"], rel=1e-5
     )
+
+
+@pytest.mark.parametrize(
+    ("distribution", "timed_out"),
+    [
+        ({"strategy": "allreduce"}, "Timed out waiting 3000ms"),
+        ({"strategy": "parameter_server", "mode": "sync"}, "no reply from the parameter server"),
+    ],
+    ids=["allreduce", "parameter-server-sync"],
+)
+def test_a_dnn_worker_that_hangs_alive_is_retried_after_the_collective_timeout(
+    session: Session, distribution: dict[str, Any], timed_out: str
+) -> None:
+    retry = {"collective_timeout_seconds": 3}
+    record = _run(session, distribution, programs.dnn_rank1_hangs_on_first_attempt, retry)
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    first, second = session.store.attempts.of(record.id)
+    assert first.retried and first.reason is not None
+    assert first.reason.startswith("worker 0's collective timed out waiting on a peer")
+    assert timed_out in first.reason
+    assert second.resumed_from_step is not None
+
+
+def test_a_rendezvous_port_taken_before_it_is_bound_is_retried_on_new_ports(
+    session: Session,
+) -> None:
+    distribution = {"strategy": "allreduce"}
+    record = _run(session, distribution, programs.dnn_rank0_port_taken_on_first_attempt)
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    first, second = session.store.attempts.of(record.id)
+    assert first.retried and first.reason is not None
+    assert first.reason.startswith("worker 0 could not bind a rendezvous port"), first.reason
+    assert second.status is JobStatus.COMPLETED

@@ -51,7 +51,7 @@ def clients() -> Iterator[list[ParameterServerClient]]:
 def _connect(
     server: ParameterServer, rank: int, opened: list[ParameterServerClient]
 ) -> tuple[ParameterServerClient, nn.Module]:
-    client = ParameterServerClient("127.0.0.1", server.port, AUTHKEY, rank)
+    client = ParameterServerClient("127.0.0.1", server.port, AUTHKEY, rank, reply_timeout=60)
     opened.append(client)
     model = _model()
     client.pull_initial(model)

@@ -24,7 +24,6 @@ from ._schedule import LearningRateSchedule
 
 # Ranks agree on stopping every this many updates (one tiny all-reduce), and at each epoch's end.
 STOP_CHECK_UPDATES = 20
-RENDEZVOUS_TIMEOUT = timedelta(minutes=5)
 
 
 def train_allreduce(run: DNNRun) -> tuple[nn.Module, int]:
@@ -44,7 +43,8 @@ def _process_group(run: DNNRun) -> Iterator[None]:
         init_method=f"tcp://{rendezvous.master_addr}:{rendezvous.master_port}",
         rank=run.ctx.rank,
         world_size=run.ctx.world_size,
-        timeout=RENDEZVOUS_TIMEOUT,
+        # Also how long a collective waits on a peer: a hung one fails the attempt, retried.
+        timeout=timedelta(seconds=rendezvous.collective_timeout_seconds),
     )
     yield
     # Only after a clean end (after an error the group is killed anyway). Gloo's worker

@@ -308,7 +308,10 @@ class ParameterServer:
 class ParameterServerClient:
     """A worker's connection: push a gradient, get the weights to compute the next one on."""
 
-    def __init__(self, host: str, port: int, authkey: bytes, rank: int) -> None:
+    def __init__(
+        self, host: str, port: int, authkey: bytes, rank: int, *, reply_timeout: float
+    ) -> None:
+        self._reply_timeout = reply_timeout
         self._socket = _connect(host, port)
         self._connection = Connection(os.dup(self._socket.fileno()))
         answer_challenge(self._connection, authkey)
@@ -317,13 +320,13 @@ class ParameterServerClient:
         self.version = 0
 
     def pull_initial(self, model: nn.Module) -> bool:
-        return self._load(self._connection.recv(), model)
+        return self._load(self._reply(), model)
 
     def push(self, model: nn.Module, loss_sum: float, examples: int, stop_wanted: bool) -> bool:
         """Send this worker's gradient, load the weights that come back; True means stop."""
         gradient = torch.cat([_gradient_of(p).reshape(-1) for p in model.parameters()])
         self._connection.send(Push(self.version, gradient.numpy(), loss_sum, examples, stop_wanted))
-        return self._load(self._connection.recv(), model)
+        return self._load(self._reply(), model)
 
     def done(self) -> None:
         self._connection.send(Done())
@@ -331,6 +334,16 @@ class ParameterServerClient:
     def close(self) -> None:
         self._connection.close()
         self._socket.close()
+
+    def _reply(self) -> object:
+        """The server's next message. A synchronous round waits for every worker: one that
+        hangs (alive, so its heartbeats go on) would hold the others here for ever."""
+        if not self._connection.poll(self._reply_timeout):
+            raise ParameterServerError(
+                f"collective timed out: no reply from the parameter server within "
+                f"{self._reply_timeout:g} s"
+            )
+        return self._connection.recv()
 
     def _load(self, reply: object, model: nn.Module) -> bool:
         if isinstance(reply, Abort):

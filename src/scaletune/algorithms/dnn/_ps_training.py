@@ -50,7 +50,11 @@ def train_parameter_server(
         )
     try:
         client = ParameterServerClient(
-            rendezvous.master_addr, rendezvous.master_port, authkey, ctx.rank
+            rendezvous.master_addr,
+            rendezvous.master_port,
+            authkey,
+            ctx.rank,
+            reply_timeout=rendezvous.collective_timeout_seconds,
         )
         try:
             model = run.new_model().cpu()

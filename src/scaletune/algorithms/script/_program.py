@@ -28,6 +28,7 @@ from scaletune.reporting import (
     CHECKPOINT_ROOT_ENV,
     CHECKPOINT_SAVES_ENV,
     CHECKPOINT_STEP_ENV,
+    COLLECTIVE_TIMEOUT_ENV,
     REPORT_ENV,
     REPORT_PREFIX,
 )
@@ -152,6 +153,7 @@ def _environment(ctx: WorkerContext, script: ScriptSpec, folder: Path) -> dict[s
             "LOCAL_WORLD_SIZE": str(ctx.world_size),
             "MASTER_ADDR": rendezvous.master_addr,
             "MASTER_PORT": str(rendezvous.master_port),
+            COLLECTIVE_TIMEOUT_ENV: f"{rendezvous.collective_timeout_seconds:g}",
             # TensorFlow's MultiWorkerMirroredStrategy.
             "TF_CONFIG": json.dumps(
                 {

@@ -114,6 +114,13 @@ class XGBoostHyperparameters(BaseModel):
                 raise ValueError(f"unknown evaluation metric {metric!r}")
         return value
 
+    @property
+    def samples(self) -> bool:
+        """Whether trees are grown on random rows or columns: then XGBoost's samplers hold
+        random state that its model files do not keep."""
+        fractions = (self.subsample, self.colsample_bytree, self.colsample_bylevel)
+        return min(*fractions, self.colsample_bynode) < 1
+
     def booster_params(self, *, seed: int, nthread: int) -> dict[str, object]:
         """The parameter dict xgboost.train takes."""
         params: dict[str, object] = {
@@ -133,6 +140,9 @@ class XGBoostHyperparameters(BaseModel):
             "max_bin": self.max_bin,
             "objective": self.objective.value,
             "seed": seed,
+            # Rows drawn from (seed, round) alone, not from the draws of earlier rounds: what
+            # a run resumed at some round needs to draw as an uninterrupted one does.
+            "seed_per_iteration": True,
             "nthread": self.nthread or nthread,
             "verbosity": 1,
         }

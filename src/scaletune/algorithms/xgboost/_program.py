@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 from typing import Any
 
@@ -17,14 +18,18 @@ from ._hyperparameters import XGBoostHyperparameters
 
 MODEL_FILE = "xgboost-model.json"
 CHECKPOINT_FILE = "booster.ubj"  # binary JSON: every float exactly as trained
+SAMPLER_PERIOD = 10  # rounds, at most, between fresh samplers (see sampler_period)
 
 
 def train_xgboost(ctx: WorkerContext) -> None:
     hyperparameters = ctx.task.hyperparameters
     assert isinstance(hyperparameters, XGBoostHyperparameters)  # the controller built it
     tracker = dict(ctx.task.rendezvous.xgboost_tracker)
+    timeout = math.ceil(ctx.task.rendezvous.collective_timeout_seconds)
     communicator: contextlib.AbstractContextManager[Any] = (
-        collective.CommunicatorContext(dmlc_task_id=f"{ctx.rank:06d}", **tracker)
+        collective.CommunicatorContext(
+            dmlc_task_id=f"{ctx.rank:06d}", dmlc_timeout=timeout, **tracker
+        )
         if tracker
         else contextlib.nullcontext()
     )
@@ -43,16 +48,27 @@ def train_xgboost(ctx: WorkerContext) -> None:
                 )
         evals = [(matrices[name], name) for name in ("train", "validation") if name in matrices]
         booster, start = _booster(ctx, params, [matrices["train"], *(m for m, _ in evals)])
+        checkpoints = ctx.checkpoints
+        period = sampler_period(
+            hyperparameters.samples, None if checkpoints is None else checkpoints.plan.every_steps
+        )
+        saved = start  # the newest round a checkpoint holds
         # xgboost.train's loop, so that a resumed run continues at the same round: with the
         # same data and workers it grows the very trees an uninterrupted run would.
         for round_index in range(start, hyperparameters.num_round):
+            if hyperparameters.samples and round_index > start and round_index % period == 0:
+                _fresh_samplers(booster)
             booster.update(matrices["train"], iteration=round_index)
             step = round_index + 1
             if evals:
                 ctx.report(step, **_parse_eval(booster.eval_set(evals, iteration=round_index)))
-            stop, checkpoint = _agree(ctx, step)
-            if checkpoint or (stop and ctx.checkpoints is not None):
-                _save_checkpoint(ctx, booster, step)
+            stop, due = _agree(ctx, step)
+            # Only a round whose samplers start fresh can be resumed exactly: a checkpoint
+            # due by time waits for the next one; a stop keeps the last one passed.
+            whole = step - step % period
+            if checkpoints is not None and whole > saved and (stop or (due and whole == step)):
+                _save_checkpoint(ctx, booster, whole)
+                saved = whole
             if stop:
                 break
         if "test" in matrices:  # evaluation is collective: every rank takes part
@@ -79,8 +95,8 @@ def _booster(
 
 
 def _agree(ctx: WorkerContext, step: int) -> tuple[bool, bool]:
-    """Whether to stop, and whether to checkpoint, after this round: the same answer on every
-    rank (one tiny all-reduce), or the next collective would hang."""
+    """Whether to stop, and whether a checkpoint is due, after this round: the same answer on
+    every rank (one tiny all-reduce), or the next collective would hang."""
     checkpoints = ctx.checkpoints
     by_time = checkpoints is not None and checkpoints.time_due()
     wanted = np.array([int(ctx.stop_requested()), int(by_time)], dtype=np.int32)
@@ -90,10 +106,36 @@ def _agree(ctx: WorkerContext, step: int) -> tuple[bool, bool]:
     return bool(wanted[0]), bool(wanted[1]) or by_count
 
 
+def sampler_period(samples: bool, every_steps: int | None) -> int:
+    """Rounds between fresh samplers when trees grow on sampled rows or columns.
+
+    XGBoost draws a column sampler's seed once per tree updater and keeps drawing from it,
+    state its model files leave out; a run resumed at round k would draw other columns. So the
+    updaters are built anew every `period` rounds (each draws from the seed and round alone,
+    `seed_per_iteration`), and checkpoints fall on those rounds: resuming at one of them grows
+    the same trees. A period divides `every_steps`, so checkpoints by count keep their rounds;
+    10 rounds (or fewer) keep the cost of rebuilding the updaters near 1 %."""
+    if not samples:
+        return 1
+    multiple = every_steps or SAMPLER_PERIOD
+    return max(d for d in range(1, min(SAMPLER_PERIOD, multiple) + 1) if multiple % d == 0)
+
+
+def _fresh_samplers(booster: xgb.Booster) -> None:
+    """Rebuild the booster's tree updaters (XGBoost does on loading a configuration), and with
+    them the samplers, as a booster made for a resumed attempt starts."""
+    booster.load_config(booster.save_config())
+
+
 def _save_checkpoint(ctx: WorkerContext, booster: xgb.Booster, step: int) -> None:
-    """Rank 0 saves: every rank holds the same booster after each round."""
+    """Rank 0 saves: every rank holds the same booster after each round. A stop between
+    sampling periods saves the booster of the last period's first `step` rounds, with its
+    reports up to there (the resumed attempt reports the later rounds again)."""
     if ctx.is_chief and ctx.checkpoints is not None:
-        ctx.checkpoints.save(step, {CHECKPOINT_FILE: bytes(booster.save_raw("ubj"))})
+        rounds = booster.num_boosted_rounds()
+        model = booster if rounds == step else booster[:step]
+        meta = None if rounds == step else {"reported_step": step}
+        ctx.checkpoints.save(step, {CHECKPOINT_FILE: bytes(model.save_raw("ubj"))}, meta)
 
 
 def _parse_eval(line: str) -> dict[str, float]:
