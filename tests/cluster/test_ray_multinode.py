@@ -68,8 +68,14 @@ CONTROLLER = textwrap.dedent(
 )
 
 
-def _ray(*args: str) -> None:
-    subprocess.run([RAY, *args], check=True, capture_output=True, timeout=120, env=_environment())
+def _ray(*args: str, **environment: str) -> None:
+    subprocess.run(
+        [RAY, *args],
+        check=True,
+        capture_output=True,
+        timeout=120,
+        env={**_environment(), **environment},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -138,3 +144,116 @@ def test_a_spread_job_runs_on_both_nodes_with_its_data_in_object_storage(
         log = (Path(result["log_dir"]) / f"worker-{rank}.log").read_text()
         assert f"rank {rank} of 2, on " in log
     assert fsspec.filesystem("s3").find(f"{s3_bucket}/staging") == []
+
+
+NODE_LOSS = textwrap.dedent(
+    """
+    import json, sys, threading, time
+    import psutil, ray
+    from scaletune.api import Session
+    from scaletune.cluster import RayBackend
+    from scaletune.spec import training_spec_from_dict
+
+    address, store, bucket = sys.argv[1], sys.argv[2], sys.argv[3]
+    data = {"dataset": "breast-cancer"}
+    spec = training_spec_from_dict({
+        "algorithm": "xgboost",
+        "instance_count": 3,
+        "hyperparameters": {"num_round": 4000, "max_depth": 2, "eval_metric": "auc"},
+        "channels": {"train": data, "validation": data},
+        "cluster": {"backend": "ray", "placement": "SPREAD", "staging": f"{bucket}/staging"},
+        "checkpoint": {"every_steps": 20, "every_seconds": None},
+        "retry": {"heartbeat_timeout_seconds": 10},
+    })
+
+    def kill_node(label):
+        # The node's raylet and all it started (its workers among them), as a machine that
+        # loses power takes them: nothing is told, nothing ends cleanly.
+        for process in psutil.process_iter(["name", "cmdline"]):
+            cmdline = " ".join(process.info["cmdline"] or ())
+            if "raylet" in (process.info["name"] or "") and label in cmdline:
+                doomed = [process, *process.children(recursive=True)]
+                for member in doomed:
+                    member.kill()
+                return len(doomed)
+        raise AssertionError("no raylet of the labelled node")
+
+    groups, killed = [], []
+    with RayBackend(address=address) as backend, Session(store, backend=backend) as session:
+        doomed = [n["NodeID"] for n in ray.nodes() if n["Alive"] and "doomed" in n["Resources"]]
+
+        def on_started(group):
+            groups.append(group.nodes)
+            if len(groups) > 1:
+                return
+            job_id = session.store.list_training_jobs()[0].id
+
+            def kill_after_two_checkpoints():
+                while True:
+                    steps = session.store.metrics(job_id, "validation:auc")
+                    if steps and steps[-1].step >= 45:
+                        killed.append(kill_node("doomed"))
+                        return
+                    time.sleep(0.05)
+
+            threading.Thread(target=kill_after_two_checkpoints, daemon=True).start()
+
+        record = session.controller.run(session.controller.prepare(spec), on_started=on_started)
+        attempts = session.store.attempts.of(record.id)
+        print(json.dumps({
+            "doomed": doomed,
+            "groups": groups,
+            "killed": killed,
+            "status": record.status.value,
+            "reason": record.failure_reason,
+            "attempts": [
+                {"reason": a.reason, "retried": a.retried, "resumed": a.resumed_from_step,
+                 "checkpoint": a.checkpoint_step, "redone": a.steps_redone}
+                for a in attempts
+            ],
+            "steps": [p.step for p in session.store.metrics(record.id, "validation:auc")],
+        }))
+    """
+)
+
+
+def test_a_node_lost_mid_job_is_retried_from_its_checkpoint_on_the_nodes_left(
+    two_nodes: str, store_path: Path, s3_bucket: str
+) -> None:
+    # A third node for this test alone (the job's SPREAD placement puts a worker on each), with
+    # a temp folder of its own: the disk of a machine that will be lost.
+    disk = tempfile.mkdtemp(prefix="st-doomed-", dir="/tmp")
+    try:
+        _ray(
+            "start",
+            f"--address={two_nodes}",
+            "--num-cpus=1",
+            '--resources={"doomed": 1}',
+            TMPDIR=disk,
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", NODE_LOSS, two_nodes, str(store_path), s3_bucket],
+            capture_output=True,
+            text=True,
+            timeout=400,
+            env=_environment(),
+        )
+        left_on_the_lost_disk = [path.name for path in Path(disk).iterdir()]
+    finally:
+        shutil.rmtree(disk, ignore_errors=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    (doomed,) = result["doomed"]
+    first_group, second_group = result["groups"]
+    assert doomed in first_group  # a worker was on the node that was lost
+    assert doomed not in second_group  # the retry ran on the nodes left
+    assert result["killed"] and result["killed"][0] >= 2  # its raylet and its worker at least
+    assert result["status"] == "Completed", (result["reason"], result["attempts"])
+    first, second = result["attempts"]
+    assert first["retried"] and first["checkpoint"] is not None and first["checkpoint"] >= 40
+    assert second["resumed"] == first["checkpoint"]  # from the checkpoint in object storage
+    # Rounds past the checkpoint (none if the node went just after it); reports in flight.
+    assert 0 <= second["redone"] <= 20 + 5
+    # Only what a lost machine keeps on its own disk: its worker's log.
+    assert all(name.startswith("scaletune-ray-worker-") for name in left_on_the_lost_disk)
+    assert result["steps"] == list(range(1, 4001))  # each round once

@@ -72,3 +72,19 @@ def _train_on_ray(workers: int, environment: dict[str, str]) -> subprocess.Compl
         timeout=300,
         check=False,
     )
+
+
+def test_logs_of_dead_workers_are_removed_by_the_next_actor_and_live_ones_kept(
+    tmp_path: Path,
+) -> None:
+    from scaletune.cluster._ray import LOG_PREFIX, remove_stale_logs
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f"{LOG_PREFIX}{dead.pid}-abc.log"
+    live = tmp_path / f"{LOG_PREFIX}{os.getpid()}-def.log"
+    other = tmp_path / "someone-else.log"
+    for path in (stale, live, other):
+        path.write_text("line\n")
+    remove_stale_logs(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, other.name])

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from scaletune.cluster._backend import Abandon
 from scaletune.cluster._process import run_payload
 from scaletune.cluster._programs import check_importable
@@ -38,6 +40,7 @@ from scaletune.worker import Exited, Failed, Finished, LogOutput, WorkerEvent, W
 DEFAULT_PRELOAD = ("numpy", "pandas", "xgboost", "scaletune.algorithms")
 DRAIN_WAIT_SECONDS = 1.0  # a poll waits this long at most for an actor that does not answer
 WAIT_SLICE_SECONDS = 0.5  # how often a job waiting for room asks whether to go on waiting
+LOG_PREFIX = "scaletune-ray-worker-"  # then the actor's pid: its node's temp folder
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,7 @@ class _Worker:
         self._lock = threading.Lock()
         self._stopped: set[str] = set()  # jobs asked to stop
         self._log: _LogTail | None = None
+        remove_stale_logs(Path(tempfile.gettempdir()))
 
     def address(self) -> tuple[str, int]:
         """Where this worker can be reached: its node's address and a free port there."""
@@ -100,7 +104,7 @@ class _Worker:
     def run(self, rank: int, payload: bytes) -> Finished | Failed:
         # The job's log folder is the controller's: output goes to a file of this node's,
         # whose new lines `drain` hands back.
-        handle, name = tempfile.mkstemp(prefix="scaletune-ray-worker-", suffix=".log")
+        handle, name = tempfile.mkstemp(prefix=f"{LOG_PREFIX}{os.getpid()}-", suffix=".log")
         os.close(handle)
         log = _LogTail(rank, Path(name))
         with self._lock:
@@ -132,6 +136,15 @@ class _Worker:
                 self._events.extend(self._log.read())
             events, self._events = self._events, []
         return events
+
+
+def remove_stale_logs(folder: Path) -> None:
+    """Logs of workers that died with no chance to remove them (their raylet killed, say,
+    while the machine lived on): the next actor on the machine does."""
+    for log in folder.glob(f"{LOG_PREFIX}*.log"):
+        pid = log.name.removeprefix(LOG_PREFIX).partition("-")[0]
+        if pid.isdigit() and not psutil.pid_exists(int(pid)):
+            log.unlink(missing_ok=True)
 
 
 class _LogTail:
