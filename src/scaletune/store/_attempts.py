@@ -9,8 +9,8 @@ from scaletune.store._schema import job_attempts
 
 
 class AttemptLog:
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
+    def __init__(self, engine: Engine, autocommit: Engine) -> None:
+        self._engine, self._autocommit = engine, autocommit
 
     def start(
         self,
@@ -21,7 +21,7 @@ class AttemptLog:
         resumed_from_step: int | None = None,
         steps_redone: int | None = None,
     ) -> None:
-        with self._engine.begin() as conn:
+        with self._autocommit.connect() as conn:  # one statement: a transaction by itself
             conn.execute(
                 insert(job_attempts).values(
                     job_id=job_id,
@@ -70,7 +70,7 @@ class AttemptLog:
             .where(job_attempts.c.job_id == job_id)
             .order_by(job_attempts.c.number)
         )
-        with self._engine.connect() as conn:
+        with self._autocommit.connect() as conn:
             return [
                 AttemptRecord(
                     number=row.number,
@@ -87,7 +87,7 @@ class AttemptLog:
             ]
 
     def _update(self, job_id: str, number: int, **values: object) -> None:
-        with self._engine.begin() as conn:
+        with self._autocommit.connect() as conn:  # one statement: a transaction by itself
             conn.execute(
                 update(job_attempts)
                 .where(job_attempts.c.job_id == job_id, job_attempts.c.number == number)

@@ -1,4 +1,6 @@
-"""The single source of truth for jobs and metrics. Every write is one transaction.
+"""The single source of truth for jobs and metrics. Every write is one transaction: a
+single statement runs in autocommit (on a server, one round trip instead of three), more than
+one inside BEGIN ... COMMIT; reads run in autocommit.
 
 Past 400 lines on purpose: one method per query, each a few lines of SQL, so that every
 question the rest of scaletune asks the database is found here (attempts and the schema's
@@ -11,20 +13,18 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from sqlalchemy import (
-    Engine,
     bindparam,
-    create_engine,
     delete,
-    event,
     insert,
     select,
     update,
 )
-from sqlalchemy.engine import Connection, make_url
-from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import SQLAlchemyError
 
 from scaletune.errors import InvalidInputError, JobNotFoundError, StoreError
 from scaletune.store._attempts import AttemptLog
+from scaletune.store._engine import engines_for, safe_url
 from scaletune.store._migrate import open_schema
 from scaletune.store._queries import TrialQueries
 from scaletune.store._records import (
@@ -46,7 +46,6 @@ from scaletune.store._schema import (
     tuning_jobs,
 )
 
-SQLITE_BUSY_TIMEOUT_MS = 30_000
 # One UPDATE per table whose SET clause is the parameters given: compiled once per set of
 # columns and cached, where `.values(...)` would build and compile the statement every time.
 _UPDATE_BY_ID = {
@@ -59,15 +58,15 @@ RecordT = TypeVar("RecordT", TrainingJobRecord, TuningJobRecord)
 class Store:
     def __init__(self, url: str) -> None:
         self.url = url
-        self._engine = _engine_for(url)
-        self.attempts = AttemptLog(self._engine)
-        self.trials = TrialQueries(self._engine)  # reads over a tuning job's trials
+        self._engine, self._autocommit = engines_for(url)
+        self.attempts = AttemptLog(self._engine, self._autocommit)
+        self.trials = TrialQueries(self._autocommit)  # reads over a tuning job's trials
         try:
             self._open_schema()
         except SQLAlchemyError as exc:
             self._engine.dispose()
             raise StoreError(
-                f"cannot open store {_safe(url)!r}: {exc.__class__.__name__}: "
+                f"cannot open store {safe_url(url)!r}: {exc.__class__.__name__}: "
                 f"{str(exc).splitlines()[0]}"
             ) from None
         except StoreError:
@@ -86,7 +85,7 @@ class Store:
     # -- training jobs ---------------------------------------------------------------------
 
     def create_training_job(self, job: NewTrainingJob) -> None:
-        with self._engine.begin() as conn:
+        with self._autocommit.connect() as conn:  # one statement: a transaction by itself
             conn.execute(  # values as parameters: the compiled statement is reused
                 insert(training_jobs),
                 {
@@ -187,14 +186,14 @@ class Store:
             return self._get(conn, job_id)
 
     def is_stop_requested(self, job_id: str) -> bool:
-        with self._engine.connect() as conn:
+        with self._autocommit.connect() as conn:
             value = conn.execute(
                 select(training_jobs.c.stop_requested).where(training_jobs.c.id == job_id)
             ).scalar_one_or_none()
         return bool(value)
 
     def get_training_job(self, job_id: str) -> TrainingJobRecord:
-        with self._engine.connect() as conn:
+        with self._autocommit.connect() as conn:
             return self._get(conn, job_id)
 
     def list_training_jobs(
@@ -214,7 +213,7 @@ class Store:
         if tuning_job_id is not None:
             query = query.where(training_jobs.c.tuning_job_id == tuning_job_id)
         query = query.offset(offset).limit(limit)
-        with self._engine.connect() as conn:
+        with self._autocommit.connect() as conn:
             return [_record(row._mapping) for row in conn.execute(query)]
 
     def set_trial_result(
@@ -241,7 +240,7 @@ class Store:
             .where(training_jobs.c.tuning_job_id == tuning_job_id)
             .order_by(training_jobs.c.trial_number)
         )
-        with self._engine.connect() as conn:
+        with self._autocommit.connect() as conn:
             return [_record(row._mapping) for row in conn.execute(query)]
 
     # -- tuning jobs -----------------------------------------------------------------------
@@ -293,14 +292,14 @@ class Store:
         return self.get_tuning_job(tuning_id)
 
     def is_tuning_stop_requested(self, tuning_id: str) -> bool:
-        with self._engine.connect() as conn:
+        with self._autocommit.connect() as conn:
             value = conn.execute(
                 select(tuning_jobs.c.stop_requested).where(tuning_jobs.c.id == tuning_id)
             ).scalar_one_or_none()
         return bool(value)
 
     def get_tuning_job(self, tuning_id: str) -> TuningJobRecord:
-        with self._engine.connect() as conn:
+        with self._autocommit.connect() as conn:
             row = conn.execute(select(tuning_jobs).where(tuning_jobs.c.id == tuning_id)).first()
         if row is None:
             raise JobNotFoundError(tuning_id, kind="tuning job")
@@ -312,7 +311,7 @@ class Store:
             .order_by(tuning_jobs.c.created_at.desc(), tuning_jobs.c.id.desc())
             .limit(limit)
         )
-        with self._engine.connect() as conn:
+        with self._autocommit.connect() as conn:
             return [_tuning_record(row._mapping) for row in conn.execute(query)]
 
     def _mark_started(
@@ -329,7 +328,7 @@ class Store:
         )
 
     def _update(self, table: Any, row_id: str, **values: object) -> None:
-        with self._engine.begin() as conn:
+        with self._autocommit.connect() as conn:  # one statement: a transaction by itself
             conn.execute(_UPDATE_BY_ID[table.name], {"row_id": row_id, **values})
 
     # -- metrics ---------------------------------------------------------------------------
@@ -381,7 +380,7 @@ class Store:
             .where(rejected_metrics.c.job_id == job_id)
             .order_by(rejected_metrics.c.time, rejected_metrics.c.id)
         )
-        with self._engine.connect() as conn:
+        with self._autocommit.connect() as conn:
             return [RejectedMetric(*row) for row in conn.execute(query)]
 
     def metrics(self, job_id: str, name: str | None = None) -> list[MetricPoint]:
@@ -397,7 +396,7 @@ class Store:
         )
         if name is not None:
             query = query.where(metric_points.c.name == name)
-        with self._engine.connect() as conn:
+        with self._autocommit.connect() as conn:
             return [
                 MetricPoint(row.name, row.step, row.value, row.time) for row in conn.execute(query)
             ]
@@ -415,40 +414,9 @@ class Store:
             version = open_schema(conn)
         if version != str(SCHEMA_VERSION):
             raise StoreError(
-                f"store {_safe(self.url)!r} has schema version {version}; this scaletune "
+                f"store {safe_url(self.url)!r} has schema version {version}; this scaletune "
                 f"reads version {SCHEMA_VERSION}"
             )
-
-
-def _engine_for(url: str) -> Engine:
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        raise StoreError(f"store {url!r} is not a database URL or a file path") from None
-    if parsed.get_backend_name() == "sqlite":
-        engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
-        event.listen(engine, "connect", _sqlite_pragmas)
-        return engine
-    if parsed.get_backend_name() == "postgresql":
-        if parsed.drivername == "postgresql":
-            parsed = parsed.set(drivername="postgresql+psycopg")
-        try:
-            return create_engine(parsed, pool_pre_ping=True)
-        except (ArgumentError, ImportError) as exc:
-            raise StoreError(f"store {_safe(url)!r}: {exc}") from None
-    raise StoreError(f"store {_safe(url)!r}: only sqlite and postgresql are supported")
-
-
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
-    cursor = dbapi_connection.cursor()
-    try:
-        cursor.execute("PRAGMA journal_mode=WAL")
-    except Exception as exc:  # e.g. a read-only folder: report it as a store problem
-        raise OperationalError("PRAGMA journal_mode=WAL", {}, exc) from exc
-    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.close()
 
 
 def _metric_rows(job_id: str, points: Sequence[MetricPoint]) -> list[dict[str, Any]]:
@@ -471,11 +439,3 @@ def _from_row(record_type: type[RecordT], row: Any, **overrides: Any) -> RecordT
     values = {field.name: row[field.name] for field in dataclasses.fields(record_type)}
     values.update(status=JobStatus(row["status"]), stop_requested=bool(row["stop_requested"]))
     return record_type(**{**values, **overrides})
-
-
-def _safe(url: str) -> str:
-    """The URL without its password, for messages."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return url
