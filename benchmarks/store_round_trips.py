@@ -8,7 +8,7 @@ trips are counted exactly: libpq's trace of every connection the store opens, on
 per simple query (BEGIN, COMMIT, ROLLBACK, a ping's SELECT 1) or per extended query's Sync.
 Times are the seconds per trial of a simulated Hyperband tuning job
 (`benchmarks/scale/_synthetic.py`), the two revisions alternating, each run on a database of
-its own on a throw-away local server; SQLite's time per trial (this revision) runs beside
+its own on a throw-away local server; SQLite's time per trial (both revisions) runs beside
 them for the ratio the issue sets (PostgreSQL within twice SQLite's).
 """
 
@@ -110,7 +110,8 @@ def main() -> None:
     }
     postgres, pg_dir = _postgres_server()
     results: dict[str, Any] = {"before": before, "trials": args.trials, "counted": args.counted}
-    seconds: dict[str, list[float]] = {label: [] for label in (*labels, "sqlite")}
+    sqlite_labels = {f"before ({before})": "before", "now": "now"}
+    seconds: dict[str, list[float]] = {label: [] for label in (*labels, *sqlite_labels)}
     trips: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
@@ -133,20 +134,22 @@ def main() -> None:
                     seconds[label].append(
                         _run(sources[which], url, args.trials)["seconds_per_trial"]
                     )
-                sqlite = _store_url("sqlite", folder, 100 + repeat, None)
-                seconds["sqlite"].append(_run(ROOT, sqlite, args.trials)["seconds_per_trial"])
+                for index, (label, which) in enumerate(sqlite_labels.items()):
+                    sqlite = _store_url("sqlite", folder, 100 + 2 * repeat + index, None)
+                    run = _run(sources[which], sqlite, args.trials)
+                    seconds[label].append(run["seconds_per_trial"])
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT)
             subprocess.run([str(ROOT / "scripts" / "test-postgres.sh"), "stop", pg_dir])
     stats = {label: summary(values) for label, values in seconds.items()}
     results.update(round_trips_per_trial=trips, seconds_per_trial=seconds, stats=stats)
-    sqlite_median = stats["sqlite"]["median"]
-    rows = [["store", "round trips per trial", "ms per trial: median (min–max)", "× SQLite"]]
-    for label in (*labels, "sqlite"):
+    rows = [["store", "round trips per trial", "ms per trial: median (min–max)", "× SQLite now"]]
+    sqlite_median = stats["now"]["median"]
+    for label in (*labels, *sqlite_labels):
         s = stats[label]
         rows.append(
             [
-                "SQLite (now)" if label == "sqlite" else f"PostgreSQL, {label}",
+                f"SQLite, {label}" if label in sqlite_labels else f"PostgreSQL, {label}",
                 f"{trips[label]:.1f}" if label in trips else "",
                 f"{1000 * s['median']:.2f} ({1000 * s['min']:.2f}–{1000 * s['max']:.2f})",
                 f"{s['median'] / sqlite_median:.2f}",
@@ -162,10 +165,11 @@ Round trips: libpq's trace of a simulated Hyperband job of {args.counted} trials
 connection the store opened, after opening it), one per Query or Sync the client sent,
 divided by the trials. Times: {args.repeats} simulated jobs of {args.trials} trials per
 revision, alternating, each a process of its own on a new database of a local server
-(`synchronous_commit=off`, as in store_scale), and SQLite beside them. A simulated trial is a
-handful of store calls (create, start, its reports with its outcome, the tuner's read of its
-result and the result written back); on a server each costs its round trips: tens of
-microseconds each on a local socket, far more across a network.
+(`synchronous_commit=off`, as in store_scale), and SQLite beside them (both revisions).
+A simulated trial is a handful of store calls (create, start, its reports with its
+outcome, the tuner's read of its result and the result written back); on a server each
+costs its round trips: tens of microseconds each on a local socket, far more across a
+network.
 """,
     )
 

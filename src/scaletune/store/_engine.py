@@ -22,15 +22,22 @@ monotonic = time.monotonic  # module-level, so that a test can move it on
 
 
 def engines_for(url: str) -> tuple[Engine, Engine]:
-    """The engine for transactions, and a view of it in autocommit. Both share one pool."""
+    """The engine for transactions, and one in autocommit (on a server, a view of the same
+    pool)."""
     try:
         parsed = make_url(url)
     except ArgumentError:
         raise StoreError(f"store {url!r} is not a database URL or a file path") from None
     if parsed.get_backend_name() == "sqlite":
-        engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
-        event.listen(engine, "connect", _sqlite_pragmas)
-    elif parsed.get_backend_name() == "postgresql":
+        # Two pools: switching a SQLite connection's isolation level runs a PRAGMA at every
+        # checkout and checkin, dearer than a second connection to a file.
+        options: dict[str, Any] = {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}}
+        engine = create_engine(url, **options)
+        autocommit = create_engine(url, isolation_level="AUTOCOMMIT", **options)
+        for each in (engine, autocommit):
+            event.listen(each, "connect", _sqlite_pragmas)
+        return engine, autocommit
+    if parsed.get_backend_name() == "postgresql":
         if parsed.drivername == "postgresql":
             parsed = parsed.set(drivername="postgresql+psycopg")
         try:
@@ -39,9 +46,8 @@ def engines_for(url: str) -> tuple[Engine, Engine]:
             raise StoreError(f"store {safe_url(url)!r}: {exc}") from None
         event.listen(engine, "checkout", _ping_if_idle)
         event.listen(engine, "checkin", _stamp_checkin)
-    else:
-        raise StoreError(f"store {safe_url(url)!r}: only sqlite and postgresql are supported")
-    return engine, engine.execution_options(isolation_level="AUTOCOMMIT")
+        return engine, engine.execution_options(isolation_level="AUTOCOMMIT")
+    raise StoreError(f"store {safe_url(url)!r}: only sqlite and postgresql are supported")
 
 
 def safe_url(url: str) -> str:

@@ -64,17 +64,18 @@ class Store:
         try:
             self._open_schema()
         except SQLAlchemyError as exc:
-            self._engine.dispose()
+            self.close()
             raise StoreError(
                 f"cannot open store {safe_url(url)!r}: {exc.__class__.__name__}: "
                 f"{str(exc).splitlines()[0]}"
             ) from None
         except StoreError:
-            self._engine.dispose()
+            self.close()
             raise
 
     def close(self) -> None:
         self._engine.dispose()
+        self._autocommit.dispose()  # SQLite's pool of its own; on a server, the same one
 
     def __enter__(self) -> Store:
         return self
