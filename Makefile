@@ -44,9 +44,11 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.dnn_overhead
 	$(BIN)/python -m benchmarks.script_overhead
 	$(BIN)/python -m benchmarks.checkpoint_overhead
+	$(BIN)/python -m benchmarks.xgboost_exact_resume
 	$(BIN)/python -m benchmarks.fault_recovery
 	$(BIN)/python -m benchmarks.fault_injection
 	$(BIN)/python -m benchmarks.store_scale
+	$(BIN)/python -m benchmarks.store_round_trips
 
 $(BENCH_STAMP): pyproject.toml $(BENCH_REQUIREMENTS) $(BENCH_CONSTRAINTS)
 	$(PYTHON) -m venv $(BENCH_VENV)
