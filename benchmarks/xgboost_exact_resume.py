@@ -42,6 +42,7 @@ from scaletune.algorithms.xgboost import (
     XGBoostAlgorithm,
     XGBoostHyperparameters,
 )
+from scaletune.algorithms.xgboost._program import _fresh_samplers
 from scaletune.api import Session
 from scaletune.data import prepare_bank_marketing
 from scaletune.spec import training_spec_from_dict
@@ -57,7 +58,7 @@ def _train(
     booster = xgb.Booster(params, [dtrain], model_file=model)
     for round_index in rounds:
         if period is not None and round_index > rounds.start and round_index % period == 0:
-            booster.load_config(booster.save_config())
+            _fresh_samplers(booster)  # the very call scaletune's workers make
         booster.update(dtrain, iteration=round_index)
     return booster
 
