@@ -15,6 +15,7 @@ import tempfile
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import fsspec
 import psutil
@@ -101,6 +102,20 @@ def two_nodes(s3_endpoint: str) -> Iterator[str]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def _controller(script: str, address: str, store_path: Path, bucket: str) -> dict[str, Any]:
+    """Run a controller script in a process of its own; what it printed last, as JSON."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, address, str(store_path), bucket],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        env=_environment(),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
 def _stop_cluster(folder: str) -> None:
     """End this cluster's daemons and everything they started (workers and agents rename
     themselves, so they are found as children), and only them."""
@@ -127,15 +142,7 @@ def test_a_spread_job_runs_on_both_nodes_with_its_data_in_object_storage(
     for part in (0, 1):  # a prefix of two files, read as one channel
         with fsspec.open(f"{s3_bucket}/data/part-{part}.csv", "w") as handle:
             handle.write("\n".join(rows[part::2]) + "\n")
-    done = subprocess.run(
-        [sys.executable, "-c", CONTROLLER, two_nodes, str(store_path), s3_bucket],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=_environment(),
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = _controller(CONTROLLER, two_nodes, store_path, s3_bucket)
     assert (result["nodes"], result["labelled"]) == (2, 1)
     assert result["status"] == "Completed", result["reason"]
     assert len(set(result["worker_nodes"])) == 2
@@ -231,18 +238,10 @@ def test_a_node_lost_mid_job_is_retried_from_its_checkpoint_on_the_nodes_left(
             '--resources={"doomed": 1}',
             TMPDIR=disk,
         )
-        done = subprocess.run(
-            [sys.executable, "-c", NODE_LOSS, two_nodes, str(store_path), s3_bucket],
-            capture_output=True,
-            text=True,
-            timeout=400,
-            env=_environment(),
-        )
+        result = _controller(NODE_LOSS, two_nodes, store_path, s3_bucket)
         left_on_the_lost_disk = [path.name for path in Path(disk).iterdir()]
     finally:
         shutil.rmtree(disk, ignore_errors=True)
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
     (doomed,) = result["doomed"]
     first_group, second_group = result["groups"]
     assert doomed in first_group  # a worker was on the node that was lost
