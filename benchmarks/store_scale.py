@@ -60,6 +60,10 @@ def _run(command: Sequence[str], store_url: str) -> tuple[float, float | None]:
     """Wall seconds and peak RSS (MiB, where the command reports it) of one command, which
     must succeed."""
     environment = {**os.environ, "SCALETUNE_STORE": store_url}
+    # As installed: Python caches compiled modules by default (pip compiles them at install;
+    # an editable install writes them at first run). Some sandboxes turn that off globally,
+    # which would recompile every scaletune module at each command.
+    environment.pop("PYTHONDONTWRITEBYTECODE", None)
     started = time.perf_counter()
     result = subprocess.run(
         command, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False
@@ -83,6 +87,8 @@ def cli_start(store_url: str, tuning_id: str, repeats: int) -> dict[str, Any]:
         "scaletune jobs list": _scaletune("jobs", "list"),
         "scaletune tuning show ID": _scaletune("tuning", "show", tuning_id),
     }
+    for command in commands.values():  # a first run writes the bytecode caches
+        _run(command, store_url)
     samples: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(repeats):  # alternated: noise falls on every command alike
         for name, command in commands.items():

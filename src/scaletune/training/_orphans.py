@@ -1,4 +1,7 @@
-"""Jobs whose controller died (kill -9, power loss) are marked Failed when next looked at."""
+"""Jobs whose controller died (kill -9, power loss) are marked Failed when next looked at.
+
+`jobs list` and `jobs show` call this on every job they print: what only an orphan needs
+(the spec's models, fsspec for staged data) is imported when one is found."""
 
 from __future__ import annotations
 
@@ -9,10 +12,7 @@ from pathlib import Path
 
 import psutil
 
-from scaletune.spec import is_url
 from scaletune.store import JobStatus, Store, TrainingJobRecord
-from scaletune.training._paths import SCRATCH_PREFIX
-from scaletune.training._staging import remove_orphaned_staging
 
 
 def controller_alive(record: TrainingJobRecord) -> bool:
@@ -32,6 +32,9 @@ def process_alive(pid: int | None, host: str | None) -> bool:
 def remove_scratch(job_id: str, staging: Path | str | None = None) -> None:
     """A job's private temp folder, and what it staged elsewhere, left behind when its
     controller was killed (kill -9)."""
+    from scaletune.training._paths import SCRATCH_PREFIX
+    from scaletune.training._staging import remove_orphaned_staging
+
     for folder in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}{job_id}-*"):
         shutil.rmtree(folder, ignore_errors=True)
     if staging is not None:
@@ -55,6 +58,8 @@ def reconcile_orphan(store: Store, record: TrainingJobRecord, now: float) -> Tra
 def staging_of(record: TrainingJobRecord) -> Path | str | None:
     """Where the job staged its data, from its stored spec (read as is: re-validating it
     would check paths that may be gone by now)."""
+    from scaletune.spec import is_url
+
     cluster = record.spec.get("cluster")
     staging = cluster.get("staging") if isinstance(cluster, dict) else None
     if not isinstance(staging, str):
