@@ -87,7 +87,7 @@ def test_sigterm_checkpoints_and_stops_then_resume_finishes_the_same_model(
 
     code, _, err = _cli(capsys, "jobs", "resume", stopped["id"])
     assert code == 2
-    assert err.strip().endswith("is Completed: only a Stopped or Failed job resumes")
+    assert err.strip().endswith("is Completed: only a Stopped, Failed or Paused job resumes")
     code, _, err = _cli(capsys, "jobs", "resume", "no-such-job")
     assert code == 2 and "no training job with id 'no-such-job'" in err
 

@@ -41,7 +41,7 @@ class SequenceSource:
         ]
         if self.fail_all or (self.fail_at is not None and self.calls - 1 == self.fail_at):
             return Curve(points[:2], self.steps, JobStatus.FAILED, "worker 1 failed: OOM")
-        return Curve(points, full_resource=self.steps)
+        return Curve(points, full_resource=self.steps, start_seconds=COSTS.start_seconds)
 
 
 def _spec(**changes: Any) -> TuningJobSpec:

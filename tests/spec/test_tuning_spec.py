@@ -81,6 +81,19 @@ def test_the_reference_tuning_job_loads(bank_marketing_file: Path) -> None:
         ({"strategy": "Random"}, "[hyperband] is for strategy 'Hyperband', not 'Random'"),
         ({"strategy": "Grid", "hyperband": None}, "ranges.eta: Grid search needs"),
         ({"hyperband": {"min_resource": 5, "max_resource": 5}}, "min_resource must be below"),
+        (
+            {"hyperband": {"max_resource": 27, "brackets": 5}},
+            "brackets=5: min_resource=1, max_resource=27 and eta=3 make 4",
+        ),
+        ({"hyperband": {"max_resource": 27, "brackets": 0}}, "hyperband.brackets: Input should"),
+        ({"hyperband": {"max_resource": 27, "type": "pausing"}}, "'stopping' or 'promotion'"),
+        (
+            {
+                "hyperband": {"max_resource": 27, "type": "promotion"},
+                "training": {**_raw()["training"], "checkpoint": {"enabled": False}},
+            },
+            "hyperband.type 'promotion' resumes paused trials from their checkpoints",
+        ),
         ({"max_jobs": 0}, "max_jobs: Input should be greater than or equal to 1"),
         ({"ranges": {}}, "ranges: Dictionary should have at least 1 item"),
     ],

@@ -99,6 +99,7 @@ def test_totals_add_up_one_tuning_jobs_trials(tuned: Store) -> None:
         JobStatus.COMPLETED: 1,
         JobStatus.FAILED: 1,
         JobStatus.STOPPED: 3,
+        JobStatus.PAUSED: 0,
     }
     assert totals.billable_seconds == pytest.approx(10 + 4 + 2 + 3 + 1)
     assert totals.sequential_wall_seconds == pytest.approx(5 + 2 + 2 + 3 + 1)

@@ -273,7 +273,7 @@ def test_resuming_reopens_only_an_ended_job_and_forgets_reports_past_the_checkpo
 ) -> None:
     with Store(store_url) as store:
         store.create_training_job(_new("job-1"))
-        with pytest.raises(InvalidInputError, match="is Pending: only a Stopped or Failed"):
+        with pytest.raises(InvalidInputError, match="is Pending: only a Stopped, Failed or Paused"):
             store.reopen_training_job("job-1")
         store.append_metrics("job-1", [MetricPoint("loss", step, 1.0, 0.0) for step in (1, 2, 3)])
         store.append_rejected("job-1", [RejectedMetric("loss", 3, "nan", 0.0)])

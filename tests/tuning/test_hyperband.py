@@ -9,6 +9,8 @@ At a rung, a trial goes on if it is among the best max(1, n // 3) of the n value
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from scaletune.spec import ObjectiveType
@@ -121,6 +123,6 @@ def test_bracket_draws_follow_hyperband_weights() -> None:
         ({"min_resource": 1, "max_resource": 9, "eta": 1}, "eta must be 2 or more"),
     ],
 )
-def test_bad_settings(kwargs: dict[str, int], message: str) -> None:
+def test_bad_settings(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         HyperbandScheduler(ObjectiveType.MAXIMIZE, **kwargs)

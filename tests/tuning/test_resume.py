@@ -141,3 +141,68 @@ def test_resume_refuses_ended_or_running_jobs(session: Session) -> None:
     )
     with pytest.raises(InvalidInputError, match="is still running"):
         tuner.resume(running)
+
+
+def _paused(store: Path) -> list[str]:
+    with sqlite3.connect(store) as db:
+        try:
+            return [
+                row[0] for row in db.execute("select id from training_jobs where status = 'Paused'")
+            ]
+        except sqlite3.OperationalError:
+            return []
+
+
+def test_resume_after_kill_9_keeps_paused_trials_paused(
+    session: Session, store_path: Path, tmp_path: Path
+) -> None:
+    """Promotion-type Hyperband: a trial paused at the kill waits as it was (its checkpoint
+    and its place in its rung kept) and is promoted, or ends Stopped, after the resume."""
+    file = tmp_path / "tuning.toml"
+    file.write_text(
+        TUNING.replace("max_jobs = 6", "max_jobs = 8").replace(
+            "eta = 2\n", 'eta = 2\ntype = "promotion"\nbrackets = 1\n', 1
+        )
+    )
+    controller = subprocess.Popen(
+        [sys.executable, "-m", "scaletune", "tune", str(file), "--json"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ),
+    )
+    parent = psutil.Process(controller.pid)
+    try:
+        wait_until(
+            lambda: len(_paused(store_path)) >= 1 and _running_with_checkpoints(store_path) >= 1,
+            timeout=120,
+        )
+        workers = [child.pid for child in parent.children(recursive=True)]
+        os.kill(controller.pid, signal.SIGKILL)
+    finally:
+        controller.kill()
+        controller.wait()
+    wait_until(lambda: not any(pid_alive(pid) for pid in workers), timeout=10)
+    paused_at_kill = _paused(store_path)
+    tuning_id = session.store.list_tuning_jobs()[0].id
+
+    TuningController(session.controller).resume(tuning_id)
+
+    summary = summarize(session.store, tuning_id)
+    assert summary.record.status is JobStatus.COMPLETED
+    trials = session.store.trials.rows(tuning_id)
+    assert [t.trial_number for t in trials] == list(range(8))
+    assert all(t.status.is_terminal for t in trials)  # none left Paused
+    for job_id in paused_at_kill:
+        attempts = session.store.attempts.of(job_id)
+        assert attempts[0].status is JobStatus.PAUSED  # not taken for an interrupted run
+        record = session.store.get_training_job(job_id)
+        if len(attempts) == 1:  # never promoted
+            assert record.status is JobStatus.STOPPED
+            assert (record.failure_reason or "").endswith(
+                "not promoted before the tuning job ended"
+            )
+        else:  # promoted after the resume, from the checkpoint its pause saved
+            assert attempts[1].resumed_from_step is not None
+    for trial in trials:  # no report twice: each step of the objective once, in order
+        steps = [p.step for p in session.store.metrics(trial.id, "validation:logloss")]
+        assert steps == sorted(set(steps))

@@ -270,3 +270,47 @@ def test_progress_counts_trials_by_outcome(session: Session) -> None:
     assert ended_before_last + last.running == 3
     assert last.completed <= statuses.count(JobStatus.COMPLETED)
     assert last.stopped <= statuses.count(JobStatus.STOPPED)
+
+
+def test_promotion_pauses_trials_and_resumes_them_from_their_checkpoints(
+    session: Session,
+) -> None:
+    """Real 2-worker trials: one that does not rank at a rung pauses (checkpoint kept, workers
+    freed) and, once it ranks, goes on as the same job from where it paused."""
+    spec = _spec(
+        hyperband={"max_resource": 27, "type": "promotion", "brackets": 1},
+        max_jobs=10,
+        max_parallel_jobs=1,  # one at a time: reports reach the scheduler in a fixed order
+        seed=4,
+    )
+    summary = _tune(session, spec)
+    assert summary.record.status is JobStatus.COMPLETED
+    assert summary.job_counts["Paused"] == 0  # those never promoted end Stopped
+    trials = session.store.training_jobs_of(summary.record.id)
+    assert [t.trial_number for t in trials] == list(range(10))
+    promoted = []
+    for trial in trials:
+        attempts = session.store.attempts.of(trial.id)
+        assert [a.status for a in attempts[:-1]] == [JobStatus.PAUSED] * (len(attempts) - 1)
+        steps = [p.step for p in session.store.metrics(trial.id, "validation:logloss")]
+        assert steps == list(range(1, (trial.resource or 0) + 1))  # each step once, in order
+        if len(attempts) > 1:
+            promoted.append(trial)
+            for later in attempts[1:]:  # from the checkpoint its pause saved, at a rung or past
+                assert later.resumed_from_step is not None and later.resumed_from_step >= 1
+            assert trial.start_time is not None and trial.end_time is not None
+            assert trial.wall_seconds is not None
+            # Billed for the time its workers ran, not for its pauses.
+            assert trial.wall_seconds < trial.end_time - trial.start_time
+            assert trial.billable_seconds == pytest.approx(2 * trial.wall_seconds)
+        if trial.status is JobStatus.STOPPED:
+            assert (trial.failure_reason or "").endswith(
+                "paused until it is; not promoted before the tuning job ended"
+            )
+    assert promoted, "with seed 4, a paused trial ranks later and is promoted"
+    frame = analytics_dataframe(session.store, summary.record.id)
+    assert set(frame["HyperbandBracket"]) == {0}
+    reached = dict(zip(frame["TrainingJobName"], frame["RungsReached"], strict=True))
+    for trial in trials:
+        rungs = [r for r in (1, 3, 9) if (trial.resource or 0) >= r]
+        assert reached[trial.id] == " ".join(map(str, rungs))

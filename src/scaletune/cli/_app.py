@@ -232,6 +232,11 @@ def jobs_stop(job_id: str, store: StoreOption = None) -> None:
         if record.status.is_terminal:
             out.print(f"job {job_id} already ended: {record.status.value}")
             return
+        if record.status is JobStatus.PAUSED and records.end_paused_training_job(
+            job_id, "stopped while paused (jobs stop): it will not be promoted"
+        ):
+            out.print(f"job {job_id} was paused; now Stopped")
+            return
         records.request_stop(job_id)
         record = reconcile_orphan(records, records.get_training_job(job_id), time.time())
     out.print(f"stop requested for job {job_id} (status {record.status.value})")

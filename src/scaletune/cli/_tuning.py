@@ -152,10 +152,11 @@ def _with_progress(
 
         def show(progress: TuningProgress) -> None:
             best = "-" if progress.best is None else f"{progress.best:.6g}"
+            paused = f"{progress.paused} paused, " if progress.paused else ""
             status.update(
-                f"tuning {tuning_id}: {progress.running} running, {progress.completed} completed, "
-                f"{progress.stopped} stopped, {progress.failed} failed of {progress.max_jobs}; "
-                f"best {best}"
+                f"tuning {tuning_id}: {progress.running} running, {paused}"
+                f"{progress.completed} completed, {progress.stopped} stopped, "
+                f"{progress.failed} failed of {progress.max_jobs}; best {best}"
             )
 
         tuner.on_progress = show

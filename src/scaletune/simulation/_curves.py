@@ -29,6 +29,9 @@ class Curve:
     end_status: JobStatus = JobStatus.COMPLETED
     end_reason: str | None = None
     end_seconds: float | None = None  # when it ends; the last report's time if None
+    # Of the first report's time, the start-up (placing workers, loading data): what a
+    # paused trial pays again when it resumes from its checkpoint.
+    start_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         previous = 0.0

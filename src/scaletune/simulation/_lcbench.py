@@ -65,4 +65,4 @@ class LCBenchSurrogate:
             CurvePoint(epoch, seconds, {name: float(row[name]) for name in METRICS})
             for epoch, (row, seconds) in enumerate(zip(rows, arrivals, strict=True), start=1)
         ]
-        return Curve(points, full_resource=EPOCHS)
+        return Curve(points, full_resource=EPOCHS, start_seconds=self.costs.start_seconds)

@@ -29,8 +29,10 @@ class _Trial:
     instance_count: int
     stopper: Stopper = field(default_factory=Stopper)
     on_report: OnReport | None = None
-    started: float = 0.0  # simulated monotonic time
+    started: float = 0.0  # simulated monotonic time its curve's time counts from
     start_time: float = 0.0
+    run_began: float = 0.0  # simulated monotonic time this run (since a start or resume) began
+    earlier_wall: float = 0.0  # the time it ran before it paused
     reported: int = 0  # curve points reported so far
     final_metrics: dict[str, float] = field(default_factory=dict)
     unwritten: list[MetricPoint] = field(default_factory=list)  # stored when it ends
@@ -58,6 +60,7 @@ class SimulatedTrialRunner:
         self.capacity_workers = capacity_workers
         self.horizon_seconds = horizon_seconds
         self._trials: dict[int, _Trial] = {}
+        self._paused: dict[int, _Trial] = {}  # where each paused trial's curve stopped
         self._events: list[tuple[float, int, int]] = []  # (moment, order, trial number)
         self._ending: set[int] = set()  # trials whose next event is their end, not a report
         self._order = 0  # ties go in the order they were scheduled: runs are deterministic
@@ -87,13 +90,25 @@ class SimulatedTrialRunner:
         return curve.full_resource
 
     def prepare_resume(self, job_id: str, trial_number: int) -> int | None:
-        """A simulated trial keeps no checkpoint: an interrupted one stays Failed."""
-        raise InvalidInputError(f"simulated trial {job_id!r} has no checkpoint to resume from")
+        """A paused trial goes on where its curve stopped. Any other simulated trial keeps no
+        checkpoint: an interrupted one stays Failed."""
+        trial = self._paused.pop(trial_number, None)
+        if trial is None:
+            raise InvalidInputError(f"simulated trial {job_id!r} has no checkpoint to resume from")
+        self.store.reopen_training_job(job_id)
+        self._trials[trial_number] = trial
+        return trial.curve.full_resource
 
     def start(self, trial_number: int, stopper: Stopper, on_report: OnReport) -> None:
         trial = self._trials[trial_number]
         trial.stopper, trial.on_report = stopper, on_report
-        trial.started, trial.start_time = self.clock.monotonic(), self.clock.time()
+        now = self.clock.monotonic()
+        trial.run_began = now
+        if trial.reported == 0:
+            trial.started, trial.start_time = now, self.clock.time()
+        else:  # resumed: start-up again, then the curve from where it paused
+            reached = trial.curve.points[trial.reported - 1].seconds
+            trial.started = now + trial.curve.start_seconds - reached
         self.store.mark_in_progress(
             trial.job_id, trial.start_time, os.getpid(), socket.gethostname()
         )
@@ -167,13 +182,13 @@ class SimulatedTrialRunner:
             status, reason = JobStatus.STOPPED, "its tuning job ended"
         else:
             status, reason = trial.curve.end_status, trial.curve.end_reason
-        wall = self.clock.monotonic() - trial.started
+        wall = trial.earlier_wall + self.clock.monotonic() - trial.run_began  # ran, not paused
         self.store.finish_training_job(
             trial.job_id,
             JobOutcome(
                 status=status,
                 start_time=trial.start_time,
-                end_time=trial.start_time + wall,
+                end_time=self.clock.time(),
                 wall_seconds=wall,
                 billable_seconds=trial.instance_count * wall,
                 final_metrics=trial.final_metrics,
@@ -181,6 +196,10 @@ class SimulatedTrialRunner:
             ),
             trial.unwritten,
         )
+        if status is JobStatus.PAUSED:
+            trial.earlier_wall, trial.unwritten = wall, []
+            trial.stopper, trial.on_report = Stopper(), None
+            self._paused[number] = trial
 
     @property
     def running(self) -> Mapping[int, str]:

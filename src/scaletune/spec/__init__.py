@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from scaletune.spec._tuning import (
         EarlyStopping,
         HyperbandSpec,
+        HyperbandType,
         Strategy,
         TuningJobSpec,
         WarmStartSpec,
@@ -95,6 +96,7 @@ _WHERE = {
     "is_url": "_training",
     "EarlyStopping": "_tuning",
     "HyperbandSpec": "_tuning",
+    "HyperbandType": "_tuning",
     "Strategy": "_tuning",
     "TuningJobSpec": "_tuning",
     "WarmStartSpec": "_tuning",
@@ -117,6 +119,7 @@ __all__ = [
     "DistributionStrategy",
     "EarlyStopping",
     "HyperbandSpec",
+    "HyperbandType",
     "HyperparameterValue",
     "IntegerRange",
     "Location",

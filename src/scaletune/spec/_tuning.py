@@ -34,6 +34,13 @@ class EarlyStopping(StrEnum):
     AUTO = "Auto"  # median stopping
 
 
+class HyperbandType(StrEnum):
+    """What happens to a trial that reaches a rung without ranking in its top 1/eta."""
+
+    STOPPING = "stopping"  # it is stopped for good (ASHA's stopping variant)
+    PROMOTION = "promotion"  # it pauses, and resumes from its checkpoint once it ranks there
+
+
 class HyperbandSpec(_Frozen):
     """The resource is the step of the objective metric (boosting round, epoch)."""
 
@@ -41,6 +48,10 @@ class HyperbandSpec(_Frozen):
     max_resource: int = Field(ge=2)
     eta: int = Field(default=3, ge=2)
     searcher: Literal["Random", "Bayesian"] = "Random"  # Bayesian + Hyperband is BOHB-like
+    type: HyperbandType = HyperbandType.STOPPING
+    # How many of Hyperband's brackets, most aggressive first (1: plain asynchronous successive
+    # halving); all of them when unset. More than there are is refused.
+    brackets: int | None = Field(default=None, ge=1)
 
     @model_validator(mode="after")
     def _ordered(self) -> HyperbandSpec:
@@ -49,7 +60,20 @@ class HyperbandSpec(_Frozen):
                 f"min_resource must be below max_resource (got {self.min_resource}, "
                 f"{self.max_resource})"
             )
+        available = self.bracket_count()
+        if self.brackets is not None and self.brackets > available:
+            raise ValueError(
+                f"brackets={self.brackets}: min_resource={self.min_resource}, "
+                f"max_resource={self.max_resource} and eta={self.eta} make {available}"
+            )
         return self
+
+    def bracket_count(self) -> int:
+        """Hyperband's full set: one bracket per rung below max_resource, plus one."""
+        count, resource = 1, self.min_resource * self.eta
+        while resource <= self.max_resource:
+            count, resource = count + 1, resource * self.eta
+        return count
 
 
 class WarmStartType(StrEnum):
@@ -107,6 +131,14 @@ class TuningJobSpec(_Frozen):
                 raise InvalidInputError(
                     f"early_stopping={self.early_stopping.value!r} with strategy 'Hyperband': "
                     "Hyperband stops poor jobs itself; set early_stopping = 'Off'"
+                )
+            if (
+                self.hyperband.type is HyperbandType.PROMOTION
+                and not self.training.checkpoint.enabled
+            ):
+                raise InvalidInputError(
+                    "hyperband.type 'promotion' resumes paused trials from their checkpoints: "
+                    "training.checkpoint.enabled must be true"
                 )
         elif self.hyperband is not None:
             raise InvalidInputError(

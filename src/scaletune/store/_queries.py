@@ -118,7 +118,8 @@ class TrialQueries:
         )
         return select(func.sum(remaining * per_step * training_jobs.c.instance_count)).where(
             training_jobs.c.tuning_job_id == tuning_id,
-            training_jobs.c.status == JobStatus.STOPPED.value,
+            # Paused ones too: while the tuning job runs, their rest is not spent (yet).
+            training_jobs.c.status.in_([JobStatus.STOPPED.value, JobStatus.PAUSED.value]),
             training_jobs.c.resource > 0,
             remaining > 0,
         )

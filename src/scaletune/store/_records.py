@@ -14,10 +14,19 @@ class JobStatus(StrEnum):
     COMPLETED = "Completed"
     FAILED = "Failed"
     STOPPED = "Stopped"
+    # A tuning trial that reached a rung of promotion-type Hyperband: its workers are free, its
+    # checkpoint kept; it goes on (same job, a new attempt) if promoted, else its tuning job
+    # ends it as Stopped.
+    PAUSED = "Paused"
 
     @property
     def is_terminal(self) -> bool:
         return self in (JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.STOPPED)
+
+    @property
+    def has_run(self) -> bool:
+        """No worker runs for it now, and what it ran is recorded: ended, or paused."""
+        return self.is_terminal or self is JobStatus.PAUSED
 
 
 @dataclass(frozen=True)

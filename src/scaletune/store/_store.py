@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from sqlalchemy import (
     bindparam,
     delete,
+    func,
     insert,
     select,
     update,
@@ -112,8 +113,9 @@ class Store:
     def finish_training_job(
         self, job_id: str, outcome: JobOutcome, metrics: Sequence[MetricPoint] = ()
     ) -> None:
-        """Record how a job ended, with any reports not yet stored, in one transaction."""
-        if not outcome.status.is_terminal:
+        """Record how a job ended (or paused), with any reports not yet stored, in one
+        transaction."""
+        if not outcome.status.has_run:
             raise ValueError(f"{outcome.status} is not a final status")
         with self._engine.begin() as conn:
             if metrics:
@@ -152,9 +154,10 @@ class Store:
             )
 
     def reopen_training_job(self, job_id: str) -> None:
-        """A Stopped or Failed job becomes Pending again, for a new attempt (`jobs resume`);
-        one transaction, so two resumes of the same job cannot both go ahead."""
-        resumable = [JobStatus.STOPPED.value, JobStatus.FAILED.value]
+        """A Stopped, Failed or Paused job becomes Pending again, for a new attempt (`jobs
+        resume`, a promotion); one transaction, so two resumes of the same job cannot both go
+        ahead."""
+        resumable = [JobStatus.STOPPED.value, JobStatus.FAILED.value, JobStatus.PAUSED.value]
         with self._engine.begin() as conn:
             found = conn.execute(
                 update(training_jobs)
@@ -169,8 +172,40 @@ class Store:
             if found.rowcount != 1:
                 record = self._get(conn, job_id)
                 raise InvalidInputError(
-                    f"job {job_id!r} is {record.status.value}: only a Stopped or Failed job resumes"
+                    f"job {job_id!r} is {record.status.value}: only a Stopped, Failed or "
+                    "Paused job resumes"
                 )
+
+    def end_paused_training_job(self, job_id: str, reason: str) -> bool:
+        """A Paused trial that will not go on becomes Stopped, its pause's times and billing
+        kept; False if it was not Paused."""
+        with self._engine.begin() as conn:
+            found = conn.execute(
+                update(training_jobs)
+                .where(
+                    training_jobs.c.id == job_id,
+                    training_jobs.c.status == JobStatus.PAUSED.value,
+                )
+                .values(status=JobStatus.STOPPED.value, failure_reason=reason)
+            )
+        return bool(found.rowcount == 1)
+
+    def end_paused_trials(self, tuning_id: str, why: str) -> int:
+        """A tuning job's trials still Paused as it ends become Stopped, in one statement
+        (`why` is added to each pause's reason); how many."""
+        with self._engine.begin() as conn:
+            found = conn.execute(
+                update(training_jobs)
+                .where(
+                    training_jobs.c.tuning_job_id == tuning_id,
+                    training_jobs.c.status == JobStatus.PAUSED.value,
+                )
+                .values(
+                    status=JobStatus.STOPPED.value,
+                    failure_reason=func.coalesce(training_jobs.c.failure_reason, "paused") + why,
+                )
+            )
+        return int(found.rowcount)
 
     def set_waiting(self, job_id: str, since: float | None) -> None:
         """Mark a job whose workers wait for room (since then), or clear the mark (None)."""

@@ -131,12 +131,13 @@ class TrainingController:
         )
 
     def prepare_resume(self, job_id: str) -> PreparedJob:
-        """A Stopped or Failed job, ready to run again from its latest checkpoint (a new
-        attempt under the same id). Its inputs are loaded and checked again."""
+        """A Stopped, Failed or Paused job, ready to run again from its latest checkpoint (a
+        new attempt under the same id). Its inputs are loaded and checked again."""
         record = self.store.get_training_job(job_id)
-        if record.status not in (JobStatus.STOPPED, JobStatus.FAILED):
+        if record.status not in (JobStatus.STOPPED, JobStatus.FAILED, JobStatus.PAUSED):
             raise InvalidInputError(
-                f"job {job_id!r} is {record.status.value}: only a Stopped or Failed job resumes"
+                f"job {job_id!r} is {record.status.value}: only a Stopped, Failed or Paused "
+                "job resumes"
             )
         try:
             spec = TrainingJobSpec.model_validate(record.spec)

@@ -2,9 +2,16 @@
 
 Bracket b's rungs sit at min_resource * eta**(b + k) for k = 0, 1, ... below max_resource:
 bracket 0 judges trials earliest, the last bracket runs them all to max_resource. A trial's
-bracket is drawn from (seed, trial number) alone, weighted as Hyperband weights its brackets.
-When a trial first reaches a rung, it goes on only if its value is among the best
-max(1, n // eta) of the n values recorded at that rung of its bracket so far (itself included).
+bracket is drawn from (seed, trial number) alone, weighted as Hyperband weights its brackets;
+`brackets` keeps only the first (most aggressive) ones, 1 being plain ASHA.
+
+When a trial first reaches a rung, it goes on if its value is among the best max(1, n // eta)
+of the n values recorded at that rung of its bracket so far (itself included). If not:
+- stopping type: it is stopped for good;
+- promotion type: it pauses. Whenever a slot frees, `promote` first looks for a paused trial
+  that now ranks among its rung's best n // eta (as later trials fill the rung below it, the
+  bar moves), highest rung first, and that one resumes from its checkpoint; only when there
+  is none does a new trial start. A trial that ranks at once goes on without pausing.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scaletune.spec import ObjectiveType
+from scaletune.spec import HyperbandType, ObjectiveType
 from scaletune.tuning._schedulers import CONTINUE, Decision, Verdict
 
 
@@ -24,6 +31,37 @@ class _Bracket:
     rungs: list[int]
     # rung -> values seen, kept sorted (ascending): a rank is one index, not a sort per report
     recorded: dict[int, list[float]] = field(default_factory=dict)
+    # rung -> the trials paused there, as (value, trial), sorted (ascending)
+    paused: dict[int, list[tuple[float, int]]] = field(default_factory=dict)
+
+
+def hyperband_brackets(
+    min_resource: int, max_resource: int, eta: int, brackets: int | None = None
+) -> tuple[list[list[int]], np.ndarray]:
+    """Each bracket's rungs, most aggressive first, and the chance of drawing each."""
+    if not 1 <= min_resource < max_resource:
+        raise ValueError(
+            f"need 1 <= min_resource < max_resource (got {min_resource}, {max_resource})"
+        )
+    if eta < 2:
+        raise ValueError(f"eta must be 2 or more (got {eta})")
+    s_max = math.floor(math.log(max_resource / min_resource, eta) + 1e-9)
+    count = s_max + 1 if brackets is None else brackets
+    if not 1 <= count <= s_max + 1:
+        raise ValueError(f"brackets must be within [1, {s_max + 1}] (got {brackets})")
+    rungs = [
+        [r for k in range(s_max + 1) if (r := min_resource * eta ** (b + k)) < max_resource]
+        for b in range(count)
+    ]
+    # Hyperband's trial counts per bracket, most aggressive first.
+    counts = [math.ceil((s_max + 1) / (s_max - b + 1) * eta ** (s_max - b)) for b in range(count)]
+    return rungs, np.asarray(counts, dtype=float) / sum(counts)
+
+
+def draw_bracket(seed: int, trial: int, weights: np.ndarray) -> int:
+    """A trial's bracket, from the seed and its number alone (restores draw it again)."""
+    rng = np.random.default_rng([seed, trial])
+    return int(rng.choice(len(weights), p=weights))
 
 
 class HyperbandScheduler:
@@ -35,56 +73,89 @@ class HyperbandScheduler:
         max_resource: int,
         eta: int = 3,
         seed: int = 0,
+        brackets: int | None = None,
+        kind: HyperbandType = HyperbandType.STOPPING,
     ) -> None:
-        if not 1 <= min_resource < max_resource:
-            raise ValueError(
-                f"need 1 <= min_resource < max_resource (got {min_resource}, {max_resource})"
-            )
-        if eta < 2:
-            raise ValueError(f"eta must be 2 or more (got {eta})")
+        rungs, self._weights = hyperband_brackets(min_resource, max_resource, eta, brackets)
         self.min_resource, self.max_resource, self.eta = min_resource, max_resource, eta
+        self.kind = kind
         self._maximize = objective is ObjectiveType.MAXIMIZE
         self._seed = seed
-        s_max = math.floor(math.log(max_resource / min_resource, eta) + 1e-9)
-        self.brackets = [
-            _Bracket(
-                [r for k in range(s_max + 1) if (r := min_resource * eta ** (b + k)) < max_resource]
-            )
-            for b in range(s_max + 1)
-        ]
-        # Hyperband's trial counts per bracket, most aggressive first.
-        counts = [
-            math.ceil((s_max + 1) / (s_max - b + 1) * eta ** (s_max - b)) for b in range(s_max + 1)
-        ]
-        self._weights = np.asarray(counts, dtype=float) / sum(counts)
+        self.brackets = [_Bracket(r) for r in rungs]
         self._trial_bracket: dict[int, int] = {}
         self._next_rung: dict[int, int] = {}  # trial -> index of the next rung it must pass
+        self._paused_at: dict[int, tuple[int, int, float]] = {}  # trial -> bracket, rung, value
 
     def bracket_of(self, trial: int) -> int:
         if trial not in self._trial_bracket:
-            rng = np.random.default_rng([self._seed, trial])
-            self._trial_bracket[trial] = int(rng.choice(len(self.brackets), p=self._weights))
+            self._trial_bracket[trial] = draw_bracket(self._seed, trial, self._weights)
         return self._trial_bracket[trial]
 
+    @property
+    def paused(self) -> list[int]:
+        """The trials paused now, waiting for a promotion."""
+        return list(self._paused_at)
+
     def on_report(self, trial: int, resource: int, value: float) -> Verdict:
+        # Reports between a pause and the moment the trial stops change nothing. One that
+        # passes its next rung or the end shows it was promoted (a restore replays that).
         if resource >= self.max_resource:
+            self._unpause(trial)
             return Verdict(Decision.FINISH, f"reached max_resource={self.max_resource}")
-        bracket = self.brackets[self.bracket_of(trial)]
+        number = self.bracket_of(trial)
+        bracket = self.brackets[number]
         index = self._next_rung.setdefault(trial, 0)
         if index >= len(bracket.rungs) or resource < bracket.rungs[index]:
             return CONTINUE
+        self._unpause(trial)
         rung = bracket.rungs[index]
         self._next_rung[trial] = index + 1
         values = bracket.recorded.setdefault(rung, [])
         bisect.insort(values, value)
         keep = max(1, len(values) // self.eta)
-        if (value >= values[-keep]) if self._maximize else (value <= values[keep - 1]):
+        if self._ranks(values, value, keep):
             return CONTINUE
-        return Verdict(
-            Decision.STOP,
-            f"bracket {self._trial_bracket[trial]} rung {rung}: {value:.6g} not in the best "
-            f"{keep} of {len(values)}",
+        judged = (
+            f"bracket {number} rung {rung}: {value:.6g} not in the best {keep} of {len(values)}"
         )
+        if self.kind is HyperbandType.STOPPING:
+            return Verdict(Decision.STOP, judged)
+        bisect.insort(bracket.paused.setdefault(rung, []), (value, trial))
+        self._paused_at[trial] = (number, rung, value)
+        return Verdict(Decision.PAUSE, f"{judged}: paused until it is")
+
+    def promote(self) -> int | None:
+        """A paused trial that now ranks among its rung's best n // eta, to resume now (the
+        highest rung first, the best value within it); None if there is none."""
+        chosen: tuple[int, _Bracket, int] | None = None  # rung, bracket, trial
+        for bracket in self.brackets:
+            for rung, paused in bracket.paused.items():
+                if not paused or (chosen is not None and rung <= chosen[0]):
+                    continue
+                value, trial = paused[-1] if self._maximize else paused[0]
+                values = bracket.recorded[rung]
+                if len(values) // self.eta >= 1 and self._ranks(
+                    values, value, len(values) // self.eta
+                ):
+                    chosen = (rung, bracket, trial)
+        if chosen is None:
+            return None
+        self._unpause(chosen[2])
+        return chosen[2]
+
+    def on_resumed(self, trial: int) -> None:
+        """A paused trial goes on (resumed after a restart): it counts as promoted."""
+        self._unpause(trial)
 
     def on_end(self, trial: int) -> None:
         self._next_rung.pop(trial, None)
+        self._unpause(trial)
+
+    def _ranks(self, values: list[float], value: float, keep: int) -> bool:
+        return value >= values[-keep] if self._maximize else value <= values[keep - 1]
+
+    def _unpause(self, trial: int) -> None:
+        where = self._paused_at.pop(trial, None)
+        if where is not None:
+            number, rung, value = where
+            self.brackets[number].paused[rung].remove((value, trial))

@@ -14,6 +14,7 @@ class Decision(StrEnum):
     CONTINUE = "Continue"
     STOP = "Stop"  # stopped early: its status is Stopped
     FINISH = "Finish"  # reached its full budget (max_resource): its status is Completed
+    PAUSE = "Pause"  # its workers are freed and its checkpoint kept, until it is promoted
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,14 @@ class Scheduler(Protocol):
         """The trial ended (completed, failed or stopped)."""
         ...
 
+    def promote(self) -> int | None:
+        """A paused trial to resume now, before any new trial starts; None if there is none."""
+        ...
+
+    def on_resumed(self, trial: int) -> None:
+        """A trial the scheduler may count as paused goes on (after a restart)."""
+        ...
+
 
 class FIFOScheduler:
     """Every trial runs to the end."""
@@ -42,6 +51,12 @@ class FIFOScheduler:
         return CONTINUE
 
     def on_end(self, trial: int) -> None:
+        pass
+
+    def promote(self) -> int | None:
+        return None  # it never pauses a trial
+
+    def on_resumed(self, trial: int) -> None:
         pass
 
 
@@ -82,3 +97,9 @@ class MedianStoppingScheduler:
 
     def on_end(self, trial: int) -> None:
         pass  # its history keeps counting for later trials
+
+    def promote(self) -> int | None:
+        return None  # it never pauses a trial
+
+    def on_resumed(self, trial: int) -> None:
+        pass

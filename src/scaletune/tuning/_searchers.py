@@ -36,7 +36,9 @@ class Searcher(Protocol):
         resource: int | None = None,
         stopped_early: bool = False,
     ) -> None:
-        """The outcome of suggestion `number`: its objective (None if it failed)."""
+        """The outcome of suggestion `number`: its objective (None if it failed). A trial
+        observed as stopped early may be observed again: a paused trial, promoted later,
+        ends with a further result."""
         ...
 
     def restore(
@@ -78,13 +80,15 @@ class OptunaSearcher:
             else StudyDirection.MINIMIZE
         )
         self._study = optuna.create_study(direction=direction, sampler=sampler)
-        self._trials: dict[int, optuna.Trial] = {}
+        self._trials: dict[int, optuna.Trial] = {}  # asked, not yet told
+        self._params: dict[int, dict[str, object]] = {}  # each trial's values, as sampled
         self._priors = 0  # warm-start trials: in the study, outside this job's numbering
 
     def suggest(self) -> Suggestion:
         trial = self._study.ask(self._distributions)
-        number = trial.number - self._priors
+        number = len(self._params)  # not the study's numbering: a promoted trial is told twice
         self._trials[number] = trial
+        self._params[number] = trial.params
         config: Config = {
             name: self._ranges[name].from_sample(value) for name, value in trial.params.items()
         }
@@ -100,7 +104,10 @@ class OptunaSearcher:
     ) -> None:
         from optuna.trial import TrialState
 
-        trial = self._trials.pop(number)
+        trial = self._trials.pop(number, None)
+        if trial is None:  # told once already (paused): this later result is one more trial
+            self._add(self._params[number], value, resource=resource, stopped_early=stopped_early)
+            return
         if value is None:
             self._study.tell(trial, state=TrialState.FAIL)
         elif stopped_early:
@@ -120,19 +127,31 @@ class OptunaSearcher:
         stopped_early: bool = False,
         running: bool = False,
     ) -> None:
-        import optuna
-        from optuna.trial import TrialState
-
-        if number != len(self._study.trials) - self._priors:
+        if number != len(self._params):
             raise ValueError(f"trial {number} restored out of order")
-        params = {
+        params: dict[str, object] = {
             name: self._ranges[name].to_sample(config[name])  # type: ignore[arg-type]
             for name in self._ranges
         }
+        self._params[number] = params
         if running:  # asked again with its own values: a pending trial, as it was
             self._study.enqueue_trial(params, skip_if_exists=False)
             self._trials[number] = self._study.ask(self._distributions)
             return
+        self._add(params, value, resource=resource, stopped_early=stopped_early)
+
+    def _add(
+        self,
+        params: Mapping[str, object],
+        value: float | None,
+        *,
+        resource: int | None,
+        stopped_early: bool,
+    ) -> None:
+        """A finished trial, told without being asked."""
+        import optuna
+        from optuna.trial import TrialState
+
         if value is None:
             state, values, intermediate = TrialState.FAIL, None, {}
         elif stopped_early:
@@ -141,7 +160,7 @@ class OptunaSearcher:
             state, values, intermediate = TrialState.COMPLETE, [value], {}
         self._study.add_trial(
             optuna.trial.create_trial(
-                params=params,
+                params=dict(params),
                 distributions=self._distributions,
                 values=values,
                 state=state,

@@ -32,6 +32,8 @@ def make_scheduler(spec: TuningJobSpec) -> Scheduler:
             max_resource=spec.hyperband.max_resource,
             eta=spec.hyperband.eta,
             seed=spec.seed,
+            brackets=spec.hyperband.brackets,
+            kind=spec.hyperband.type,
         )
     if spec.early_stopping is EarlyStopping.AUTO:
         return MedianStoppingScheduler(spec.objective_type)

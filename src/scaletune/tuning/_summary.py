@@ -5,6 +5,7 @@ a handful of rows, never every trial's record."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -80,6 +81,8 @@ ANALYTICS_COLUMNS = (
     "InstanceCount",
     "BillableSeconds",
     "ResourceReached",
+    "HyperbandBracket",
+    "RungsReached",
     "StopReason",
 )
 
@@ -88,6 +91,7 @@ def analytics_rows(record: TuningJobRecord, trials: list[TrialRow]) -> list[dict
     """One row per training job: its tuned hyperparameters and the reference's columns
     (times as POSIX seconds)."""
     tuned = list(record.spec.get("ranges", {}))
+    rungs_of = _rungs_of(record)
     return [
         {
             **{name: tuned_value(trial, name) for name in tuned},
@@ -100,10 +104,37 @@ def analytics_rows(record: TuningJobRecord, trials: list[TrialRow]) -> list[dict
             "InstanceCount": trial.instance_count,
             "BillableSeconds": trial.billable_seconds,
             "ResourceReached": trial.resource,
+            **rungs_of(trial),
             "StopReason": trial.failure_reason,
         }
         for trial in trials
     ]
+
+
+def _rungs_of(record: TuningJobRecord) -> Callable[[TrialRow], dict[str, Any]]:
+    """Each trial's Hyperband bracket and the rungs it reached (space-separated steps): the
+    bracket is drawn from the seed and the trial's number, so it is drawn again here."""
+    settings = record.spec.get("hyperband")
+    if not settings:
+        return lambda trial: {"HyperbandBracket": None, "RungsReached": None}
+    from scaletune.tuning._hyperband import draw_bracket, hyperband_brackets
+
+    brackets, weights = hyperband_brackets(
+        settings["min_resource"],
+        settings["max_resource"],
+        settings["eta"],
+        settings.get("brackets"),
+    )
+    seed = int(record.spec.get("seed", 0))
+
+    def rungs(trial: TrialRow) -> dict[str, Any]:
+        if trial.trial_number is None:
+            return {"HyperbandBracket": None, "RungsReached": None}
+        bracket = draw_bracket(seed, trial.trial_number, weights)
+        reached = [rung for rung in brackets[bracket] if (trial.resource or 0) >= rung]
+        return {"HyperbandBracket": bracket, "RungsReached": " ".join(map(str, reached))}
+
+    return rungs
 
 
 def analytics_dataframe(store: Store, tuning_id: str) -> pd.DataFrame:

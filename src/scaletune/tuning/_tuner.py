@@ -53,6 +53,7 @@ class TuningProgress:
     failed: int
     max_jobs: int
     best: float | None
+    paused: int = 0  # waiting for a promotion (promotion-type Hyperband)
 
 
 @dataclass
@@ -143,7 +144,7 @@ class TuningController:
         now = self.clock.time()
         continuing: dict[int, int | None] = {}  # trial number -> its full resource
         for trial in self.store.training_jobs_of(tuning_id):
-            if trial.status.is_terminal:
+            if trial.status.has_run:  # ended, or paused: it waits for a promotion as it was
                 continue
             remove_scratch(trial.id, staging_of(trial))
             self.store.abandon_training_job(
@@ -172,6 +173,7 @@ class _Run:
         self.runner = tuner.runner
         self.lock = threading.Lock()  # searcher and scheduler are used from trial threads
         self.running: dict[int, _Trial] = {}
+        self.paused: dict[int, str] = {}  # trial number -> job id, waiting for a promotion
         self.proposed = 0
         self.best: float | None = None
         self.since_improvement = 0
@@ -209,14 +211,17 @@ class _Run:
                 self.searcher.restore(trial.trial_number, tuned, None, running=True)
                 self._resumable[trial.trial_number] = (trial.id, continuing[trial.trial_number])
                 continue
-            self.outcomes[trial.status] += 1
+            if trial.status is JobStatus.PAUSED:
+                self.paused[trial.trial_number] = trial.id
+            else:
+                self.outcomes[trial.status] += 1
             failed = trial.status is JobStatus.FAILED or value is None
             self.searcher.restore(
                 trial.trial_number,
                 tuned,
                 None if failed else value,
                 resource=resource,
-                stopped_early=trial.status is JobStatus.STOPPED,
+                stopped_early=trial.status in (JobStatus.STOPPED, JobStatus.PAUSED),
             )
         reports = sorted(
             (point.time, trial.trial_number or 0, point.step, point.value)
@@ -225,10 +230,13 @@ class _Run:
         )
         for _, number, step, value in reports:  # in the order the scheduler first saw them
             self.scheduler.on_report(number, step, value)
+        for number in continuing:
+            self.scheduler.on_resumed(number)  # caught paused or just promoted: it goes on
         for trial in sorted(trials, key=lambda t: t.end_time or 0.0):
             if trial.trial_number in continuing:
                 continue  # not ended: it goes on
-            self.scheduler.on_end(trial.trial_number or 0)
+            if trial.status is not JobStatus.PAUSED:  # a paused one waits as it was
+                self.scheduler.on_end(trial.trial_number or 0)
             if trial.status is not JobStatus.FAILED and trial.objective is not None:
                 self._consider(trial.id, trial.objective)
 
@@ -288,6 +296,7 @@ class _Run:
         finally:
             for number in self.runner.wait_all():
                 self._finish_trial(number)
+            self._end_paused()
             if self.failure_reason is not None and status is JobStatus.COMPLETED:
                 status = JobStatus.FAILED
             self.store.finish_tuning_job(
@@ -315,16 +324,21 @@ class _Run:
                     failed=self.outcomes[JobStatus.FAILED],
                     max_jobs=self.spec.max_jobs,
                     best=self.best,
+                    paused=len(self.paused),
                 )
             )
 
     def _launch_more(self) -> bool:
-        """Start trials up to the limits; False once none will ever start again."""
-        while (
-            self.halt_reason is None
-            and self.proposed < self.spec.max_jobs
-            and len(self.running) < self.spec.max_parallel_jobs
-        ):
+        """Start trials up to the limits, a promoted paused one before any new one; False
+        once no new one will ever start (promotions may still come while trials run)."""
+        while self.halt_reason is None and len(self.running) < self.spec.max_parallel_jobs:
+            with self.lock:
+                promoted = self.scheduler.promote()
+            if promoted is not None:
+                self._promote(promoted)
+                continue
+            if self.proposed >= self.spec.max_jobs:
+                break
             with self.lock:
                 suggestion = self.searcher.suggest()
             if suggestion is None:
@@ -346,6 +360,42 @@ class _Run:
             return
         self._start_prepared(number, job_id, full)
 
+    def _promote(self, number: int) -> None:
+        """A paused trial goes on from its checkpoint: the same job, a new attempt."""
+        job_id = self.paused.pop(number)
+        record = self.store.get_training_job(job_id)
+        if record.status is not JobStatus.PAUSED:  # ended meanwhile (`jobs stop`)
+            self.outcomes[record.status] += 1
+            with self.lock:
+                self.scheduler.on_end(number)
+            return
+        try:
+            full = self.runner.prepare_resume(job_id, number)
+        except InvalidInputError as exc:  # its data moved, say: it ends here, Failed
+            self.store.abandon_training_job(
+                job_id,
+                JobStatus.FAILED,
+                f"promoted, but could not resume: {exc}",
+                self.tuner.clock.time(),
+            )
+            self.outcomes[JobStatus.FAILED] += 1
+            with self.lock:
+                self.scheduler.on_end(number)
+            self._count_failure(f"could not resume: {exc}")
+            return
+        self._start_prepared(number, job_id, full)
+
+    def _end_paused(self) -> None:
+        """The trials still paused when the tuning job ends will not go on: Stopped."""
+        if not self.paused:
+            return
+        self.store.end_paused_trials(self.id, "; not promoted before the tuning job ended")
+        self.outcomes[JobStatus.STOPPED] += len(self.paused)
+        with self.lock:
+            for number in self.paused:
+                self.scheduler.on_end(number)
+        self.paused.clear()
+
     def _start_prepared(self, number: int, job_id: str, full: int | None) -> None:
         stopper = Stopper()
         self.running[number] = _Trial(number, job_id, stopper, full)
@@ -356,12 +406,14 @@ class _Run:
     def _judge(self, number: int, stopper: Stopper, report: Report, full: int | None) -> None:
         """Runs in the trial's thread for every report: the scheduler decides."""
         value = report.metrics.get(self.spec.objective_metric)
-        if value is None:
+        if value is None or stopper.is_set():  # what it reports while it stops changes nothing
             return
         with self.lock:
             verdict = self.scheduler.on_report(number, report.step, value)
         if verdict.decision is Decision.STOP:
             stopper.request(JobStatus.STOPPED, verdict.reason or "stopped early")
+        elif verdict.decision is Decision.PAUSE:
+            stopper.request(JobStatus.PAUSED, verdict.reason or "paused")
         elif verdict.decision is Decision.FINISH and (full is None or report.step < full):
             # A trial that ends at this step anyway finishes by itself, model and all.
             stopper.request(JobStatus.COMPLETED, verdict.reason or "finished")
@@ -378,19 +430,26 @@ class _Run:
         if trial is None:
             return
         record = self.store.get_training_job(trial.job_id)
-        self.outcomes[record.status] += 1
+        paused = record.status is JobStatus.PAUSED
+        if paused:
+            self.paused[number] = trial.job_id
+        else:
+            self.outcomes[record.status] += 1
         if record.status is JobStatus.FAILED:
             self._count_failure(record.failure_reason)
         value, resource = self._result(trial.job_id, trial.full_resource)
         failed = record.status is JobStatus.FAILED or value is None
         with self.lock:
+            # A pause is a result too: the searcher learns from it now, and again if the
+            # trial is promoted and ends later.
             self.searcher.observe(
                 number,
                 None if failed else value,
                 resource=resource,
-                stopped_early=record.status is JobStatus.STOPPED,
+                stopped_early=record.status in (JobStatus.STOPPED, JobStatus.PAUSED),
             )
-            self.scheduler.on_end(number)
+            if not paused:
+                self.scheduler.on_end(number)
         if not failed and value is not None:
             self._consider(trial.job_id, value)
 
