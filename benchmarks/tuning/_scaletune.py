@@ -21,6 +21,26 @@ STRATEGIES: dict[str, dict[str, Any]] = {
         "strategy": "Hyperband",
         "hyperband": {"max_resource": EPOCHS, "searcher": "Bayesian"},
     },
+    # Pausing instead of stopping (trials resume from their checkpoints; a resume pays the
+    # start-up again), and one bracket (plain asynchronous successive halving).
+    "Hyperband promotion": {
+        "strategy": "Hyperband",
+        "hyperband": {"max_resource": EPOCHS, "type": "promotion"},
+    },
+    "ASHA": {"strategy": "Hyperband", "hyperband": {"max_resource": EPOCHS, "brackets": 1}},
+    "ASHA promotion": {
+        "strategy": "Hyperband",
+        "hyperband": {"max_resource": EPOCHS, "brackets": 1, "type": "promotion"},
+    },
+    "Bayesian+ASHA promotion": {
+        "strategy": "Hyperband",
+        "hyperband": {
+            "max_resource": EPOCHS,
+            "brackets": 1,
+            "type": "promotion",
+            "searcher": "Bayesian",
+        },
+    },
 }
 
 

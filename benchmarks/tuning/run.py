@@ -3,8 +3,10 @@ Ray Tune and Syne Tune, WORKERS trials at a time, on the same curves, costs and 
 
     .bench-venv/bin/python -m benchmarks.tuning.run            # 10 tasks x 10 seeds
     .bench-venv/bin/python -m benchmarks.tuning.run --tasks 2 --seeds 2   # a quick look
+    .bench-venv/bin/python -m benchmarks.tuning.run --task-set other       # ten other tasks
 
-Writes benchmarks/results/tuning_lcbench.{json,md,png}.
+Writes benchmarks/results/tuning_lcbench.{json,md,png} (tuning_lcbench_other.* for the other
+tasks).
 """
 
 from __future__ import annotations
@@ -24,12 +26,28 @@ from typing import Any
 import numpy as np
 
 from benchmarks._report import RESULTS
-from benchmarks.tuning._problem import BUDGET_FULL_TRIALS, COSTS, TASKS, WORKERS, Task, load_task
+from benchmarks.tuning._problem import (
+    BUDGET_FULL_TRIALS,
+    COSTS,
+    TASK_SETS,
+    WORKERS,
+    Task,
+    load_task,
+)
 from benchmarks.tuning._simulator import Trajectory, run_policy
 
 CHECKPOINTS = (0.25, 0.5, 1.0)
 GRID = np.linspace(0.02, 1.0, 50)  # fractions of the budget, for the plot
-OURS = ("Random", "Bayesian", "Hyperband", "Bayesian+Hyperband")
+OURS = (
+    "Random",
+    "Bayesian",
+    "Hyperband",
+    "Bayesian+Hyperband",
+    "Hyperband promotion",
+    "ASHA",
+    "ASHA promotion",
+    "Bayesian+ASHA promotion",
+)
 CONTROL = "scaletune HyperbandScheduler on Ray's draws (control)"
 PEERS = (
     CONTROL,
@@ -89,6 +107,7 @@ def _one(job: tuple[str, str, int]) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--task-set", choices=sorted(TASK_SETS), default="first")
     parser.add_argument("--tasks", type=int, default=10)
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--processes", type=int, default=2)
@@ -102,23 +121,24 @@ def main() -> None:
     methods = args.only or (*OURS, *PEERS)
     jobs = [
         (method, task, seed)
-        for task in TASKS[: args.tasks]
+        for task in TASK_SETS[args.task_set][: args.tasks]
         for seed in range(args.seeds)
         for method in methods
     ]
-    kept = _kept_runs(jobs) if args.only else []
+    name = "tuning_lcbench" if args.task_set == "first" else f"tuning_lcbench_{args.task_set}"
+    kept = _kept_runs(jobs, name) if args.only else []
     started = time.perf_counter()
     with multiprocessing.get_context("spawn").Pool(args.processes) as pool:
         runs = kept + pool.map(_one, jobs, chunksize=1)
     summary = _summarize(runs, args.seeds)
-    _write(runs, summary, args, time.perf_counter() - started)
+    _write(runs, summary, args, time.perf_counter() - started, name)
 
 
-def _kept_runs(jobs: list[tuple[str, str, int]]) -> list[dict[str, Any]]:
+def _kept_runs(jobs: list[tuple[str, str, int]], name: str) -> list[dict[str, Any]]:
     """The committed runs of the methods not run again, for the same tasks and seeds."""
     rerun = {method for method, _, _ in jobs}
     wanted = {(task, seed) for _, task, seed in jobs}
-    committed = json.loads((RESULTS / "tuning_lcbench.json").read_text())["runs"]
+    committed = json.loads((RESULTS / f"{name}.json").read_text())["runs"]
     kept = [
         run
         for run in committed
@@ -186,13 +206,15 @@ def _versions() -> dict[str, str]:
     return {name: version(name) for name in names}
 
 
-def _write(runs: list[dict[str, Any]], summary: dict[str, Any], args: Any, wall: float) -> None:
+def _write(
+    runs: list[dict[str, Any]], summary: dict[str, Any], args: Any, wall: float, name: str
+) -> None:
     import platform
 
     RESULTS.mkdir(exist_ok=True)
     command = ("python -m benchmarks.tuning.run " + " ".join(sys.argv[1:])).strip()
     if args.only:  # the other methods' runs came from the committed results' command
-        earlier = json.loads((RESULTS / "tuning_lcbench.json").read_text())["command"]
+        earlier = json.loads((RESULTS / f"{name}.json").read_text())["command"]
         command = f"{earlier}` then `{command}"
     meta = {
         "command": command,
@@ -200,17 +222,17 @@ def _write(runs: list[dict[str, Any]], summary: dict[str, Any], args: Any, wall:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "versions": _versions(),
-        "tasks": list(TASKS[: args.tasks]),
+        "tasks": list(TASK_SETS[args.task_set][: args.tasks]),
         "seeds": args.seeds,
         "workers": WORKERS,
         "budget": f"{BUDGET_FULL_TRIALS} median-length full trials per worker",
         "start_seconds_per_trial": COSTS.start_seconds,
         "benchmark_wall_seconds": wall,
     }
-    (RESULTS / "tuning_lcbench.json").write_text(
+    (RESULTS / f"{name}.json").write_text(
         json.dumps({**meta, "summary": summary, "runs": runs}, indent=1) + "\n"
     )
-    _plot(summary)
+    _plot(summary, name)
     methods = summary["methods"]
     header = [
         "method",
@@ -234,6 +256,7 @@ def _write(runs: list[dict[str, Any]], summary: dict[str, Any], args: Any, wall:
         f"Machine: {meta['platform']}, Python {meta['python']}, {meta['date']}. Versions: "
         + ", ".join(f"{k} {v}" for k, v in meta["versions"].items())
         + ".",
+        f"Tasks ({args.task_set} set): {', '.join(meta['tasks'])}.",
         "",
         f"{len(meta['tasks'])} tasks × {args.seeds} seeds, {WORKERS} trials at a time, "
         f"budget {meta['budget']} (simulated), {COSTS.start_seconds:g} s start-up per trial "
@@ -247,14 +270,14 @@ def _write(runs: list[dict[str, Any]], summary: dict[str, Any], args: Any, wall:
         "|" + "---|" * len(header),
         *["| " + " | ".join(row) + " |" for row in rows],
         "",
-        "![regret over the budget](tuning_lcbench.png)",
+        f"![regret over the budget]({name}.png)",
         "",
     ]
-    (RESULTS / "tuning_lcbench.md").write_text("\n".join(lines))
+    (RESULTS / f"{name}.md").write_text("\n".join(lines))
     print("\n".join(lines))
 
 
-def _plot(summary: dict[str, Any]) -> None:
+def _plot(summary: dict[str, Any], name: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -272,7 +295,7 @@ def _plot(summary: dict[str, Any]) -> None:
     axes.grid(alpha=0.3)
     axes.legend(fontsize=8)
     figure.tight_layout()
-    figure.savefig(RESULTS / "tuning_lcbench.png", dpi=110)
+    figure.savefig(RESULTS / f"{name}.png", dpi=110)
 
 
 if __name__ == "__main__":
