@@ -32,6 +32,17 @@ STRATEGIES: dict[str, dict[str, Any]] = {
         "strategy": "Hyperband",
         "hyperband": {"max_resource": EPOCHS, "brackets": 1, "type": "promotion"},
     },
+    # BOHB-style proposals: TPE fitted on the highest rung with enough results.
+    "BOHB": {"strategy": "Hyperband", "hyperband": {"max_resource": EPOCHS, "searcher": "BOHB"}},
+    "BOHB ASHA promotion": {
+        "strategy": "Hyperband",
+        "hyperband": {
+            "max_resource": EPOCHS,
+            "brackets": 1,
+            "type": "promotion",
+            "searcher": "BOHB",
+        },
+    },
     "Bayesian+ASHA promotion": {
         "strategy": "Hyperband",
         "hyperband": {

@@ -47,6 +47,8 @@ OURS = (
     "ASHA",
     "ASHA promotion",
     "Bayesian+ASHA promotion",
+    "BOHB",
+    "BOHB ASHA promotion",
 )
 CONTROL = "scaletune HyperbandScheduler on Ray's draws (control)"
 PEERS = (

@@ -47,7 +47,8 @@ class HyperbandSpec(_Frozen):
     min_resource: int = Field(default=1, ge=1)
     max_resource: int = Field(ge=2)
     eta: int = Field(default=3, ge=2)
-    searcher: Literal["Random", "Bayesian"] = "Random"  # Bayesian + Hyperband is BOHB-like
+    # Bayesian: TPE on each trial's last value; BOHB: TPE on the highest rung with enough results
+    searcher: Literal["Random", "Bayesian", "BOHB"] = "Random"
     type: HyperbandType = HyperbandType.STOPPING
     # How many of Hyperband's brackets, most aggressive first (1: plain asynchronous successive
     # halving); all of them when unset. More than there are is refused.

@@ -28,6 +28,11 @@ class Searcher(Protocol):
         """The next configuration, or None when the search space is exhausted."""
         ...
 
+    def on_report(self, number: int, step: int, value: float) -> None:
+        """A running trial reported `value` of the objective at `step` (model-based
+        multi-fidelity searchers learn from the values at each rung)."""
+        ...
+
     def observe(
         self,
         number: int,
@@ -93,6 +98,9 @@ class OptunaSearcher:
             name: self._ranges[name].from_sample(value) for name, value in trial.params.items()
         }
         return Suggestion(number, config)
+
+    def on_report(self, number: int, step: int, value: float) -> None:
+        pass  # it learns from results, not from the way there
 
     def observe(
         self,
@@ -235,6 +243,9 @@ class GridSearcher:
         suggestion = Suggestion(self._count, dict(zip(self._names, point, strict=True)))
         self._count += 1
         return suggestion
+
+    def on_report(self, number: int, step: int, value: float) -> None:
+        pass  # the grid does not learn
 
     def observe(
         self,

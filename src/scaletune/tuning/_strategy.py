@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from scaletune.spec import EarlyStopping, Strategy, TuningJobSpec
-from scaletune.tuning._hyperband import HyperbandScheduler
+from scaletune.tuning._hyperband import HyperbandScheduler, hyperband_brackets
+from scaletune.tuning._multifidelity import RungModelSearcher
 from scaletune.tuning._schedulers import FIFOScheduler, MedianStoppingScheduler, Scheduler
 from scaletune.tuning._searchers import (
     GridSearcher,
@@ -17,6 +18,13 @@ def make_searcher(spec: TuningJobSpec) -> Searcher:
     ranges, objective, seed = spec.ranges, spec.objective_type, spec.seed
     if spec.strategy is Strategy.GRID:
         return GridSearcher(ranges)
+    hyperband = spec.hyperband
+    if hyperband is not None and hyperband.searcher == "BOHB":
+        brackets, _ = hyperband_brackets(
+            hyperband.min_resource, hyperband.max_resource, hyperband.eta, hyperband.brackets
+        )
+        levels = [rung for rungs in brackets for rung in rungs] + [hyperband.max_resource]
+        return RungModelSearcher(ranges, objective, seed, levels)
     if spec.strategy is Strategy.BAYESIAN or (
         spec.hyperband is not None and spec.hyperband.searcher == "Bayesian"
     ):

@@ -229,6 +229,7 @@ class _Run:
             for point in self.store.metrics(trial.id, self.spec.objective_metric)
         )
         for _, number, step, value in reports:  # in the order the scheduler first saw them
+            self.searcher.on_report(number, step, value)
             self.scheduler.on_report(number, step, value)
         for number in continuing:
             self.scheduler.on_resumed(number)  # caught paused or just promoted: it goes on
@@ -409,6 +410,7 @@ class _Run:
         if value is None or stopper.is_set():  # what it reports while it stops changes nothing
             return
         with self.lock:
+            self.searcher.on_report(number, report.step, value)
             verdict = self.scheduler.on_report(number, report.step, value)
         if verdict.decision is Decision.STOP:
             stopper.request(JobStatus.STOPPED, verdict.reason or "stopped early")
