@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from benchmarks.tuning._problem import EPOCHS, random_config
+from benchmarks.tuning._problem import EPOCHS, MIN_RESOURCE, random_config
 from scaletune.spec import ObjectiveType
 from scaletune.tuning import Decision, HyperbandScheduler
 
@@ -19,7 +19,7 @@ Draw = Callable[[np.random.Generator], dict[str, object]]
 class HyperbandPolicy:
     def __init__(self, seed: int, *, max_resource: int = EPOCHS, draw: Draw = random_config):
         self.scheduler = HyperbandScheduler(
-            ObjectiveType.MAXIMIZE, min_resource=1, max_resource=max_resource, seed=seed
+            ObjectiveType.MAXIMIZE, min_resource=MIN_RESOURCE, max_resource=max_resource, seed=seed
         )
         self.rng = np.random.default_rng(seed)  # as RayPolicy draws
         self.draw = draw

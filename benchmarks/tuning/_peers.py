@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.tuning._problem import EPOCHS, METRIC, SPACE, random_config
+from benchmarks.tuning._problem import EPOCHS, METRIC, MIN_RESOURCE, SPACE, random_config
 
 REDUCTION = 3
 
@@ -27,7 +27,7 @@ class OptunaPolicy:
             direction="maximize",
             sampler=optuna.samplers.TPESampler(seed=seed),
             pruner=optuna.pruners.HyperbandPruner(
-                min_resource=1, max_resource=EPOCHS, reduction_factor=REDUCTION
+                min_resource=MIN_RESOURCE, max_resource=EPOCHS, reduction_factor=REDUCTION
             ),
         )
         self.trials: dict[int, Any] = {}
@@ -70,7 +70,7 @@ class RayPolicy:
             metric=METRIC,
             mode="max",
             max_t=EPOCHS,
-            grace_period=1,
+            grace_period=MIN_RESOURCE,
             reduction_factor=REDUCTION,
             brackets=brackets,
         )
@@ -126,7 +126,7 @@ class SynePolicy:
             max_t=EPOCHS,
             do_minimize=False,
             random_seed=seed,
-            grace_period=1,
+            grace_period=MIN_RESOURCE,
             reduction_factor=REDUCTION,
         )
         self.trials: dict[int, Any] = {}

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from scaletune.simulation import ClusterCosts, Curve, LCBenchSurrogate
-from scaletune.simulation._lcbench import EPOCHS, SPACE
+from scaletune.simulation._lcbench import EPOCHS, FIRST_EPOCH, SPACE
 
 YAHPO_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "yahpo"
 # The first ten of LCBench's 34 OpenML tasks, in YAHPO's order.
@@ -40,6 +40,7 @@ OTHER_TASKS = (
 )
 TASK_SETS = {"first": TASKS, "other": OTHER_TASKS}
 METRIC = "val_accuracy"  # percent, maximised
+MIN_RESOURCE = FIRST_EPOCH  # every method's first rung: the first epoch that ranks anything
 WORKERS = 4  # trials at once, one worker each
 COSTS = ClusterCosts(start_seconds=2.0)  # every method pays the same start-up per trial
 BUDGET_FULL_TRIALS = 10  # per worker: the budget is this many median-length full trials

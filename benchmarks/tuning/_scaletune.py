@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.tuning._problem import EPOCHS, METRIC, SPACE, WORKERS, Task
+from benchmarks.tuning._problem import EPOCHS, METRIC, MIN_RESOURCE, SPACE, WORKERS, Task
 from benchmarks.tuning._simulator import Trajectory
 from scaletune.simulation import simulate_tuning
 from scaletune.spec import TuningJobSpec, tuning_spec_from_dict
@@ -16,27 +16,42 @@ from scaletune.store import Store
 STRATEGIES: dict[str, dict[str, Any]] = {
     "Random": {"strategy": "Random"},
     "Bayesian": {"strategy": "Bayesian"},
-    "Hyperband": {"strategy": "Hyperband", "hyperband": {"max_resource": EPOCHS}},
+    "Hyperband": {
+        "strategy": "Hyperband",
+        "hyperband": {"min_resource": MIN_RESOURCE, "max_resource": EPOCHS},
+    },
     "Bayesian+Hyperband": {
         "strategy": "Hyperband",
-        "hyperband": {"max_resource": EPOCHS, "searcher": "Bayesian"},
+        "hyperband": {"min_resource": MIN_RESOURCE, "max_resource": EPOCHS, "searcher": "Bayesian"},
     },
     # Pausing instead of stopping (trials resume from their checkpoints; a resume pays the
     # start-up again), and one bracket (plain asynchronous successive halving).
     "Hyperband promotion": {
         "strategy": "Hyperband",
-        "hyperband": {"max_resource": EPOCHS, "type": "promotion"},
+        "hyperband": {"min_resource": MIN_RESOURCE, "max_resource": EPOCHS, "type": "promotion"},
     },
-    "ASHA": {"strategy": "Hyperband", "hyperband": {"max_resource": EPOCHS, "brackets": 1}},
+    "ASHA": {
+        "strategy": "Hyperband",
+        "hyperband": {"min_resource": MIN_RESOURCE, "max_resource": EPOCHS, "brackets": 1},
+    },
     "ASHA promotion": {
         "strategy": "Hyperband",
-        "hyperband": {"max_resource": EPOCHS, "brackets": 1, "type": "promotion"},
+        "hyperband": {
+            "min_resource": MIN_RESOURCE,
+            "max_resource": EPOCHS,
+            "brackets": 1,
+            "type": "promotion",
+        },
     },
     # BOHB-style proposals: TPE fitted on the highest rung with enough results.
-    "BOHB": {"strategy": "Hyperband", "hyperband": {"max_resource": EPOCHS, "searcher": "BOHB"}},
+    "BOHB": {
+        "strategy": "Hyperband",
+        "hyperband": {"min_resource": MIN_RESOURCE, "max_resource": EPOCHS, "searcher": "BOHB"},
+    },
     "BOHB ASHA promotion": {
         "strategy": "Hyperband",
         "hyperband": {
+            "min_resource": MIN_RESOURCE,
             "max_resource": EPOCHS,
             "brackets": 1,
             "type": "promotion",
@@ -46,6 +61,7 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     "Bayesian+ASHA promotion": {
         "strategy": "Hyperband",
         "hyperband": {
+            "min_resource": MIN_RESOURCE,
             "max_resource": EPOCHS,
             "brackets": 1,
             "type": "promotion",
