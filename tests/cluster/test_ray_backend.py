@@ -55,7 +55,13 @@ def test_a_dead_actor_fails_the_job_with_the_reason(ray_session: Session) -> Non
     assert "exited unexpectedly (Ray:" in (record.failure_reason or "")
 
 
-def _tuning(max_jobs: int, workers: int, rounds: int, **cluster: str) -> Any:
+def _tuning(
+    max_jobs: int,
+    workers: int,
+    rounds: int,
+    hyperband: dict[str, object] | None = None,
+    **cluster: str,
+) -> Any:
     """The tuner tests' Hyperband job (breast cancer, logloss), its trials on Ray."""
     from tests.tuning.test_tuner import _spec as tuning_spec
 
@@ -69,20 +75,33 @@ def _tuning(max_jobs: int, workers: int, rounds: int, **cluster: str) -> Any:
             "channels": {"train": {"dataset": "breast-cancer"}},
             "cluster": {"backend": "ray", **cluster},
         },
-        hyperband={"min_resource": 1, "max_resource": rounds},
+        hyperband={"min_resource": 1, "max_resource": rounds, **(hyperband or {})},
         objective_metric="train:logloss",
     )
 
 
-def test_a_tuning_job_of_8_trials_on_2_workers_each(ray_session: Session) -> None:
-    spec = _tuning(8, workers=2, rounds=27, placement="SPREAD")
+@pytest.mark.parametrize(
+    "hyperband",
+    [{}, {"type": "promotion", "brackets": 1, "searcher": "BOHB"}],
+    ids=["stopping", "promotion-bohb"],
+)
+def test_a_tuning_job_of_8_trials_on_2_workers_each(
+    ray_session: Session, hyperband: dict[str, object]
+) -> None:
+    spec = _tuning(8, workers=2, rounds=27, hyperband=hyperband, placement="SPREAD")
     tuner = TuningController(ray_session.controller)
     record = tuner.run(tuner.create(spec), spec)
     summary = summarize(ray_session.store, record.id)
     assert record.status is JobStatus.COMPLETED
-    assert len(ray_session.store.trials.rows(summary.record.id)) == 8
+    trials = ray_session.store.trials.rows(summary.record.id)
+    assert len(trials) == 8
     assert summary.job_counts["Failed"] == 0 and summary.job_counts["Stopped"] >= 1
+    assert summary.job_counts["Paused"] == 0
     assert set(summary.to_json_dict()) >= {"best_objective", "billable_seconds", "job_counts"}
+    for trial in trials:  # a promoted trial went on from its pause on fresh Ray actors
+        attempts = ray_session.store.attempts.of(trial.id)
+        assert all(a.status is JobStatus.PAUSED for a in attempts[:-1])
+        assert all(a.resumed_from_step for a in attempts[1:])
 
 
 def test_a_job_for_ray_is_refused_by_a_local_session(session: Session) -> None:

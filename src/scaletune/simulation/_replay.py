@@ -4,6 +4,7 @@ run gets the curve of the nearest one that was, measured on the job's own ranges
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -55,7 +56,7 @@ class ReplaySource:
         recorded = [
             _Recorded(
                 {name: tuned_value(trial, name) for name in spec.ranges},
-                _curve_of(trial, store.metrics(trial.id)),
+                _curve_of(trial, store.metrics(trial.id), _pauses(store, trial)),
             )
             for trial in store.training_jobs_of(tuning_job_id)
             if trial.status.is_terminal and trial.start_time is not None
@@ -76,20 +77,46 @@ class ReplaySource:
         )
 
 
-def _curve_of(trial: TrainingJobRecord, points: list[MetricPoint]) -> Curve:
-    """Reports are the points that share a step and a moment, in the order they arrived."""
+def _pauses(store: Store, trial: TrainingJobRecord) -> list[tuple[float, float]]:
+    """When the trial was paused (promotion-type Hyperband): from each Paused attempt's end to
+    the next attempt's start. Only a trial that ran for less than its span can have any."""
+    if trial.start_time is None or trial.end_time is None or trial.wall_seconds is None:
+        return []
+    if trial.wall_seconds >= trial.end_time - trial.start_time - 1e-9:
+        return []
+    attempts = store.attempts.of(trial.id)
+    return [
+        (before.end_time, after.start_time)
+        for before, after in itertools.pairwise(attempts)
+        if before.status is JobStatus.PAUSED and before.end_time is not None
+    ]
+
+
+def _curve_of(
+    trial: TrainingJobRecord,
+    points: list[MetricPoint],
+    pauses: Sequence[tuple[float, float]] = (),
+) -> Curve:
+    """Reports are the points that share a step and a moment, in the order they arrived; the
+    time a trial spent paused is left out (it ran, and is replayed, without it)."""
     assert trial.start_time is not None  # only started trials are replayed
+    began = trial.start_time
+
+    def running(moment: float) -> float:
+        paused = sum(max(0.0, min(moment, end) - start) for start, end in pauses)
+        return moment - began - paused
+
     reports: list[CurvePoint] = []
     latest = 0.0
     for point in sorted(points, key=lambda p: (p.time, p.step)):
-        seconds = max(latest, point.time - trial.start_time)
+        seconds = max(latest, running(point.time))
         if reports and reports[-1].step == point.step and reports[-1].seconds == seconds:
             metrics = {**reports[-1].metrics, point.name: point.value}
             reports[-1] = CurvePoint(point.step, seconds, metrics)
         else:
             reports.append(CurvePoint(point.step, seconds, {point.name: point.value}))
         latest = seconds
-    ended = (trial.end_time or trial.start_time) - trial.start_time
+    ended = running(trial.end_time or began)
     status = trial.status
     reason = None if status is JobStatus.COMPLETED else f"as recorded: {trial.failure_reason}"
     return Curve(

@@ -33,6 +33,8 @@ class _Trial:
     start_time: float = 0.0
     run_began: float = 0.0  # simulated monotonic time this run (since a start or resume) began
     earlier_wall: float = 0.0  # the time it ran before it paused
+    runs: int = 0  # runs ended by a pause; a trial that paused has attempts, as a real one
+    runs_from: int = 0  # curve points reported before this run began
     reported: int = 0  # curve points reported so far
     final_metrics: dict[str, float] = field(default_factory=dict)
     unwritten: list[MetricPoint] = field(default_factory=list)  # stored when it ends
@@ -107,6 +109,7 @@ class SimulatedTrialRunner:
         if trial.reported == 0:
             trial.started, trial.start_time = now, self.clock.time()
         else:  # resumed: start-up again, then the curve from where it paused
+            trial.runs_from = trial.reported
             reached = trial.curve.points[trial.reported - 1].seconds
             trial.started = now + trial.curve.start_seconds - reached
         self.store.mark_in_progress(
@@ -196,10 +199,23 @@ class SimulatedTrialRunner:
             ),
             trial.unwritten,
         )
+        if status is JobStatus.PAUSED or trial.runs:
+            self._record_attempt(trial, status, reason)
         if status is JobStatus.PAUSED:
             trial.earlier_wall, trial.unwritten = wall, []
             trial.stopper, trial.on_report = Stopper(), None
+            trial.runs += 1
             self._paused[number] = trial
+
+    def _record_attempt(self, trial: _Trial, status: JobStatus, reason: str | None) -> None:
+        """The run that just ended, as an attempt: when it ran and where it resumed from
+        (replays leave out the pauses between attempts)."""
+        began = self.clock.time() - (self.clock.monotonic() - trial.run_began)
+        resumed = trial.curve.points[trial.runs_from - 1].step if trial.runs_from else None
+        self.store.attempts.start(trial.job_id, trial.runs + 1, began, resumed_from_step=resumed)
+        self.store.attempts.end(
+            trial.job_id, trial.runs + 1, status=status, end_time=self.clock.time(), reason=reason
+        )
 
     @property
     def running(self) -> Mapping[int, str]:
