@@ -58,6 +58,24 @@ STRATEGIES: dict[str, dict[str, Any]] = {
             "searcher": "BOHB",
         },
     },
+    # Each bracket's chance scaled by how well its first rung has ranked as the end.
+    "Hyperband adaptive": {
+        "strategy": "Hyperband",
+        "hyperband": {
+            "min_resource": MIN_RESOURCE,
+            "max_resource": EPOCHS,
+            "bracket_weights": "adaptive",
+        },
+    },
+    "BOHB adaptive": {
+        "strategy": "Hyperband",
+        "hyperband": {
+            "min_resource": MIN_RESOURCE,
+            "max_resource": EPOCHS,
+            "searcher": "BOHB",
+            "bracket_weights": "adaptive",
+        },
+    },
     "Bayesian+ASHA promotion": {
         "strategy": "Hyperband",
         "hyperband": {

@@ -49,6 +49,8 @@ OURS = (
     "Bayesian+ASHA promotion",
     "BOHB",
     "BOHB ASHA promotion",
+    "Hyperband adaptive",
+    "BOHB adaptive",
 )
 CONTROL = "scaletune HyperbandScheduler on Ray's draws (control)"
 PEERS = (

@@ -205,6 +205,7 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
             "waiting_since",
             "full_resource",
             "seconds_per_step",
+            "hyperband_bracket",
         ):
             conn.execute(text(f"ALTER TABLE training_jobs DROP COLUMN {column}"))
         conn.execute(text("DROP TABLE tuning_jobs"))
@@ -225,11 +226,11 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
         assert store.get_training_job("old-job").waiting_since == 12.5
         store.attempts.start("old-job", 1, 20.0)  # and version 5's table
         assert [a.number for a in store.attempts.of("old-job")] == [1]
-        store.set_trial_result("old-job", 0.5, 3, seconds_per_step=2.0, full_resource=9)
-        with create_engine(url).connect() as conn:  # and version 6's columns
+        store.set_trial_result("old-job", 0.5, 3, seconds_per_step=2.0, full_resource=9, bracket=1)
+        with create_engine(url).connect() as conn:  # and version 6's and 7's columns
             assert conn.execute(
-                text("SELECT seconds_per_step, full_resource FROM training_jobs")
-            ).all() == [(2.0, 9)]
+                text("SELECT seconds_per_step, full_resource, hyperband_bracket FROM training_jobs")
+            ).all() == [(2.0, 9, 1)]
         indexes = {i["name"] for i in inspect(create_engine(url)).get_indexes("training_jobs")}
         assert {"ix_training_jobs_tuning_trial", "ix_training_jobs_tuning_status"} <= indexes
 

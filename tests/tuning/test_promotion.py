@@ -1,4 +1,4 @@
-"""Promotion-type Hyperband's decisions, by hand, and fewer brackets.
+"""Promotion-type Hyperband's decisions, by hand; fewer brackets; adaptive bracket weights.
 
 min_resource=1, max_resource=9, eta=3, maximise, one bracket (plain ASHA): rungs 1 and 3.
 At a rung a trial goes on at once if it is among the best max(1, n // 3) of the n values
@@ -8,10 +8,14 @@ n // 3 (highest rung first).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import numpy as np
 import pytest
 
 from scaletune.spec import HyperbandType, ObjectiveType
 from scaletune.tuning import Decision, HyperbandScheduler
+from scaletune.tuning._hyperband import kendall_tau
 
 
 def _asha(objective: ObjectiveType = ObjectiveType.MAXIMIZE) -> HyperbandScheduler:
@@ -147,3 +151,47 @@ def test_more_brackets_than_there_are_is_refused() -> None:
         HyperbandScheduler(
             ObjectiveType.MAXIMIZE, min_resource=1, max_resource=9, eta=3, brackets=4
         )
+
+
+def test_kendall_tau() -> None:
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    assert kendall_tau(x, x * 10) == 1.0
+    assert kendall_tau(x, -x) == -1.0
+    assert kendall_tau(x, np.array([1.0, 3.0, 2.0, 4.0])) == pytest.approx(4 / 6)
+
+
+def _adaptive() -> HyperbandScheduler:
+    # rungs: bracket 0 at 1 and 3, bracket 1 at 3, bracket 2 runs to 9; weights 9:5:3
+    return HyperbandScheduler(
+        ObjectiveType.MAXIMIZE, min_resource=1, max_resource=9, eta=3, bracket_weights="adaptive"
+    )
+
+
+def _feed(hyperband: HyperbandScheduler, trials: range, early: Callable[[int], float]) -> None:
+    """Trials that report at steps 1 and 3 (bracket 0's and 1's first rungs), then at 9."""
+    for trial in trials:
+        hyperband.on_report(trial, 1, early(trial))
+        hyperband.on_report(trial, 3, float(trial))  # step 3 ranks them as the end does
+        hyperband.on_report(trial, 9, float(trial))
+
+
+def test_adaptive_weights_stay_hyperbands_until_measured() -> None:
+    hyperband = _adaptive()
+    _feed(hyperband, range(7), lambda trial: -float(trial))
+    assert hyperband.bracket_weights() == pytest.approx([9 / 17, 5 / 17, 3 / 17])
+
+
+def test_a_first_rung_that_ranks_backwards_loses_its_bracket() -> None:
+    hyperband = _adaptive()
+    _feed(hyperband, range(100, 110), lambda trial: -float(trial))  # step 1: tau = -1
+    # Bracket 0 keeps 5 % of its weight; bracket 1 (first rung 3, tau = 1) keeps all of it.
+    raw = np.array([9 * 0.05, 5, 3])
+    assert hyperband.bracket_weights() == pytest.approx(raw / raw.sum())
+    draws = [hyperband.bracket_of(trial) for trial in range(2000)]
+    assert draws.count(0) / len(draws) == pytest.approx(raw[0] / raw.sum(), abs=0.02)
+
+
+def test_a_first_rung_that_ranks_as_the_end_keeps_its_weight() -> None:
+    hyperband = _adaptive()
+    _feed(hyperband, range(10), float)  # step 1 ranks as step 9: tau = 1 everywhere
+    assert hyperband.bracket_weights() == pytest.approx([9 / 17, 5 / 17, 3 / 17])

@@ -53,6 +53,9 @@ class HyperbandSpec(_Frozen):
     # How many of Hyperband's brackets, most aggressive first (1: plain asynchronous successive
     # halving); all of them when unset. More than there are is refused.
     brackets: int | None = Field(default=None, ge=1)
+    # "adaptive": each bracket's chance scaled by how well its first rung's ranking has
+    # predicted the final one so far (Kendall's tau; Hyper-Tune's idea)
+    bracket_weights: Literal["hyperband", "adaptive"] = "hyperband"
 
     @model_validator(mode="after")
     def _ordered(self) -> HyperbandSpec:

@@ -9,6 +9,7 @@ from scaletune.store._schema import (
     SCHEMA_VERSION,
     TRAINING_JOB_COLUMNS_V2,
     TRAINING_JOB_COLUMNS_V6,
+    TRAINING_JOB_COLUMNS_V7,
     meta,
     metadata,
     training_jobs,
@@ -44,6 +45,10 @@ def open_schema(conn: Connection) -> str | None:
             conn.execute(text(f"ALTER TABLE training_jobs ADD COLUMN {column} {sql_type}"))
         _create_indexes(conn)
         version = _set_version(conn, "6")
+    if version == "6":  # version 7: each trial's Hyperband bracket
+        for column, sql_type in TRAINING_JOB_COLUMNS_V7:
+            conn.execute(text(f"ALTER TABLE training_jobs ADD COLUMN {column} {sql_type}"))
+        version = _set_version(conn, "7")
     return version
 
 

@@ -35,6 +35,7 @@ class TrialRow:
     failure_reason: str | None
     full_resource: int | None
     seconds_per_step: float | None
+    hyperband_bracket: int | None = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ _ROW_COLUMNS = [
     training_jobs.c.failure_reason,
     training_jobs.c.full_resource,
     training_jobs.c.seconds_per_step,
+    training_jobs.c.hyperband_bracket,
 ]
 
 

@@ -18,7 +18,7 @@ from sqlalchemy import (
     Text,
 )
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 metadata = MetaData()
 
@@ -63,6 +63,8 @@ training_jobs = Table(
     # it, and its seconds per step of resource (from its objective's first and last report).
     Column("full_resource", Integer),
     Column("seconds_per_step", Float),
+    # Version 7: the Hyperband bracket the trial was drawn into (its rungs), where it has one.
+    Column("hyperband_bracket", Integer),
     Index("ix_training_jobs_tuning_trial", "tuning_job_id", "trial_number"),
     # Covering indexes: a summary's aggregates read these, never the wide rows (specs).
     Index(
@@ -80,6 +82,9 @@ training_jobs = Table(
     # A tuning job's trials newest first, a page at a time (`jobs list --tuning-job`).
     Index("ix_training_jobs_tuning_created", "tuning_job_id", "created_at"),
 )
+
+# Columns version 7 added to training_jobs.
+TRAINING_JOB_COLUMNS_V7 = (("hyperband_bracket", "INTEGER"),)
 
 # Columns version 6 added to training_jobs.
 TRAINING_JOB_COLUMNS_V6 = (("full_resource", "INTEGER"), ("seconds_per_step", "FLOAT"))

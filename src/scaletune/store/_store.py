@@ -260,10 +260,13 @@ class Store:
         *,
         seconds_per_step: float | None = None,
         full_resource: int | None = None,
+        bracket: int | None = None,
     ) -> None:
-        """A trial's objective so far; its seconds per step and full resource where known
-        (a value not given leaves the one recorded)."""
+        """A trial's objective so far; its seconds per step, full resource and Hyperband
+        bracket where known (a value not given leaves the one recorded)."""
         values: dict[str, object] = {"objective": objective, "resource": resource}
+        if bracket is not None:
+            values["hyperband_bracket"] = bracket
         if seconds_per_step is not None:
             values["seconds_per_step"] = seconds_per_step
         if full_resource is not None:

@@ -5,6 +5,14 @@ bracket 0 judges trials earliest, the last bracket runs them all to max_resource
 bracket is drawn from (seed, trial number) alone, weighted as Hyperband weights its brackets;
 `brackets` keeps only the first (most aggressive) ones, 1 being plain ASHA.
 
+Adaptive bracket weights (Hyper-Tune's idea, Li et al. 2022): a bracket pays off when the
+ranking at its first rung predicts the ranking at max_resource; when it does not, its early
+verdicts are coin flips that waste its trials. So each bracket's Hyperband weight is scaled by
+Kendall's tau between the values its first rung saw and the final values, over the (latest
+200) trials that reported both, once there are 8 such trials (before that, and for the last
+bracket, which judges nothing early, the weight is Hyperband's). A tau at or below 0 leaves a
+bracket 5 % of its weight, so it can still show that it became useful.
+
 When a trial first reaches a rung, it goes on if its value is among the best max(1, n // eta)
 of the n values recorded at that rung of its bracket so far (itself included). If not:
 - stopping type: it is stopped for good;
@@ -19,6 +27,7 @@ from __future__ import annotations
 import bisect
 import math
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
@@ -64,6 +73,21 @@ def draw_bracket(seed: int, trial: int, weights: np.ndarray) -> int:
     return int(rng.choice(len(weights), p=weights))
 
 
+BracketWeights = Literal["hyperband", "adaptive"]
+_RECENT = 200  # trials that reached max_resource, the latest first, that the tau is taken over
+_MIN_PAIRS = 8  # trials with both values before a bracket's weight moves
+_FLOOR = 0.05  # what a bracket whose first rung ranks nothing keeps of its weight
+
+
+def kendall_tau(x: np.ndarray, y: np.ndarray) -> float:
+    """Kendall's tau-a: concordant minus discordant pairs, over all pairs."""
+    n = len(x)
+    if n < 2:
+        return 0.0
+    agree = np.sign(x[:, None] - x[None, :]) * np.sign(y[:, None] - y[None, :])
+    return float(agree[np.triu_indices(n, 1)].mean())
+
+
 class HyperbandScheduler:
     def __init__(
         self,
@@ -75,8 +99,14 @@ class HyperbandScheduler:
         seed: int = 0,
         brackets: int | None = None,
         kind: HyperbandType = HyperbandType.STOPPING,
+        bracket_weights: BracketWeights = "hyperband",
     ) -> None:
         rungs, self._weights = hyperband_brackets(min_resource, max_resource, eta, brackets)
+        self._adaptive = bracket_weights == "adaptive"
+        self._first_rungs = {r[0]: b for b, r in enumerate(rungs) if r}  # step -> bracket
+        self._at_first_rungs: dict[int, dict[int, float]] = {}  # trial -> step -> value
+        self._finals: dict[int, float] = {}  # trial -> value at max_resource, in order
+        self._adapted: tuple[int, np.ndarray] | None = None  # (finals then, weights)
         self.min_resource, self.max_resource, self.eta = min_resource, max_resource, eta
         self.kind = kind
         self._maximize = objective is ObjectiveType.MAXIMIZE
@@ -88,8 +118,40 @@ class HyperbandScheduler:
 
     def bracket_of(self, trial: int) -> int:
         if trial not in self._trial_bracket:
-            self._trial_bracket[trial] = draw_bracket(self._seed, trial, self._weights)
+            self._trial_bracket[trial] = draw_bracket(self._seed, trial, self.bracket_weights())
         return self._trial_bracket[trial]
+
+    def bracket(self, trial: int) -> int | None:
+        """The trial's bracket, once drawn (at its first report)."""
+        return self._trial_bracket.get(trial)
+
+    def bracket_weights(self) -> np.ndarray:
+        """The chance of drawing each bracket now: Hyperband's, or adapted (module doc)."""
+        if not self._adaptive or len(self._finals) < _MIN_PAIRS:
+            return self._weights
+        if self._adapted is not None and self._adapted[0] == len(self._finals):
+            return self._adapted[1]
+        recent = list(self._finals)[-_RECENT:]
+        weights = self._weights.copy()
+        for step, number in self._first_rungs.items():
+            pairs = [
+                (self._at_first_rungs[t][step], self._finals[t])
+                for t in recent
+                if step in self._at_first_rungs.get(t, {})
+            ]
+            if len(pairs) >= _MIN_PAIRS:
+                early, final = np.asarray(pairs).T
+                weights[number] *= max(kendall_tau(early, final), _FLOOR)
+        weights /= weights.sum()
+        self._adapted = (len(self._finals), weights)
+        return weights
+
+    def _measure(self, trial: int, resource: int, value: float) -> None:
+        """What the adaptive weights need: values at first rungs, and final values."""
+        if resource >= self.max_resource:
+            self._finals.setdefault(trial, value)
+        elif resource in self._first_rungs:
+            self._at_first_rungs.setdefault(trial, {}).setdefault(resource, value)
 
     @property
     def paused(self) -> list[int]:
@@ -99,6 +161,8 @@ class HyperbandScheduler:
     def on_report(self, trial: int, resource: int, value: float) -> Verdict:
         # Reports between a pause and the moment the trial stops change nothing. One that
         # passes its next rung or the end shows it was promoted (a restore replays that).
+        if self._adaptive:
+            self._measure(trial, resource, value)
         if resource >= self.max_resource:
             self._unpause(trial)
             return Verdict(Decision.FINISH, f"reached max_resource={self.max_resource}")

@@ -43,6 +43,10 @@ class Scheduler(Protocol):
         """A trial the scheduler may count as paused goes on (after a restart)."""
         ...
 
+    def bracket(self, trial: int) -> int | None:
+        """The Hyperband bracket the trial was drawn into; None for other schedulers."""
+        ...
+
 
 class FIFOScheduler:
     """Every trial runs to the end."""
@@ -58,6 +62,9 @@ class FIFOScheduler:
 
     def on_resumed(self, trial: int) -> None:
         pass
+
+    def bracket(self, trial: int) -> int | None:
+        return None
 
 
 class MedianStoppingScheduler:
@@ -103,3 +110,6 @@ class MedianStoppingScheduler:
 
     def on_resumed(self, trial: int) -> None:
         pass
+
+    def bracket(self, trial: int) -> int | None:
+        return None

@@ -42,6 +42,7 @@ def make_scheduler(spec: TuningJobSpec) -> Scheduler:
             seed=spec.seed,
             brackets=spec.hyperband.brackets,
             kind=spec.hyperband.type,
+            bracket_weights=spec.hyperband.bracket_weights,
         )
     if spec.early_stopping is EarlyStopping.AUTO:
         return MedianStoppingScheduler(spec.objective_type)

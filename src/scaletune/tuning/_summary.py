@@ -112,8 +112,9 @@ def analytics_rows(record: TuningJobRecord, trials: list[TrialRow]) -> list[dict
 
 
 def _rungs_of(record: TuningJobRecord) -> Callable[[TrialRow], dict[str, Any]]:
-    """Each trial's Hyperband bracket and the rungs it reached (space-separated steps): the
-    bracket is drawn from the seed and the trial's number, so it is drawn again here."""
+    """Each trial's Hyperband bracket and the rungs it reached (space-separated steps). The
+    tuner records the bracket; a store from before it did draws it again from the seed and the
+    trial's number (as Hyperband's fixed weights drew it)."""
     settings = record.spec.get("hyperband")
     if not settings:
         return lambda trial: {"HyperbandBracket": None, "RungsReached": None}
@@ -130,7 +131,11 @@ def _rungs_of(record: TuningJobRecord) -> Callable[[TrialRow], dict[str, Any]]:
     def rungs(trial: TrialRow) -> dict[str, Any]:
         if trial.trial_number is None:
             return {"HyperbandBracket": None, "RungsReached": None}
-        bracket = draw_bracket(seed, trial.trial_number, weights)
+        bracket = trial.hyperband_bracket
+        if bracket is None and trial.resource is None:  # never reported: never drawn
+            return {"HyperbandBracket": None, "RungsReached": ""}
+        if bracket is None:
+            bracket = draw_bracket(seed, trial.trial_number, weights)
         reached = [rung for rung in brackets[bracket] if (trial.resource or 0) >= rung]
         return {"HyperbandBracket": bracket, "RungsReached": " ".join(map(str, reached))}
 

@@ -242,10 +242,10 @@ class _Run:
                 self._consider(trial.id, trial.objective)
 
     def _result(
-        self, job_id: str, full_resource: int | None = None
+        self, job_id: str, full_resource: int | None = None, number: int | None = None
     ) -> tuple[float | None, int | None]:
         """A trial's objective: its last reported value, and the step it was reported at;
-        recorded with what the tuning job's cost estimate needs of it."""
+        recorded with what the tuning job's cost estimate needs of it, and its bracket."""
         series = self.store.metrics(job_id, self.spec.objective_metric)
         value = series[-1].value if series else None
         resource = series[-1].step if series else None
@@ -255,6 +255,7 @@ class _Run:
             resource,
             seconds_per_step=seconds_per_step(series),
             full_resource=full_resource,
+            bracket=None if number is None else self.scheduler.bracket(number),
         )
         return value, resource
 
@@ -439,7 +440,7 @@ class _Run:
             self.outcomes[record.status] += 1
         if record.status is JobStatus.FAILED:
             self._count_failure(record.failure_reason)
-        value, resource = self._result(trial.job_id, trial.full_resource)
+        value, resource = self._result(trial.job_id, trial.full_resource, number)
         failed = record.status is JobStatus.FAILED or value is None
         with self.lock:
             # A pause is a result too: the searcher learns from it now, and again if the
