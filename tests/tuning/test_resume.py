@@ -70,15 +70,19 @@ def _running_with_checkpoints(store: Path) -> int:
             return 0
 
 
-def test_resume_after_kill_9(session: Session, store_path: Path, tmp_path: Path) -> None:
-    file = tmp_path / "tuning.toml"
-    file.write_text(TUNING)
-    controller = subprocess.Popen(
+def _tune_in_background(file: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
         [sys.executable, "-m", "scaletune", "tune", str(file), "--json"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=dict(os.environ),
     )
+
+
+def test_resume_after_kill_9(session: Session, store_path: Path, tmp_path: Path) -> None:
+    file = tmp_path / "tuning.toml"
+    file.write_text(TUNING)
+    controller = _tune_in_background(file)
     parent = psutil.Process(controller.pid)
     try:
         wait_until(
@@ -164,12 +168,7 @@ def test_resume_after_kill_9_keeps_paused_trials_paused(
             "eta = 2\n", 'eta = 2\ntype = "promotion"\nbrackets = 1\n', 1
         )
     )
-    controller = subprocess.Popen(
-        [sys.executable, "-m", "scaletune", "tune", str(file), "--json"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=dict(os.environ),
-    )
+    controller = _tune_in_background(file)
     parent = psutil.Process(controller.pid)
     try:
         wait_until(

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from scaletune.spec import ObjectiveType, Range
-from scaletune.tuning._searchers import Config, Suggestion
+from scaletune.tuning._searchers import Config, Suggestion, from_samples, to_samples
 
 if TYPE_CHECKING:
     import optuna
@@ -78,7 +78,7 @@ class RungModelSearcher:
             self._pending[number] = trial
             params = trial.params
         self._params[number] = params
-        config: Config = {name: self._ranges[name].from_sample(v) for name, v in params.items()}
+        config = from_samples(self._ranges, params)
         return Suggestion(number, config)
 
     def on_report(self, number: int, step: int, value: float) -> None:
@@ -117,10 +117,7 @@ class RungModelSearcher:
     ) -> None:
         if number != len(self._params):
             raise ValueError(f"trial {number} restored out of order")
-        self._params[number] = {
-            name: self._ranges[name].to_sample(config[name])  # type: ignore[arg-type]
-            for name in self._ranges
-        }
+        self._params[number] = to_samples(self._ranges, config)
         if not running:
             self.observe(number, value, resource=resource, stopped_early=stopped_early)
 
@@ -130,10 +127,7 @@ class RungModelSearcher:
             raise ValueError("priors go in before this job's own trials")
         if any(name not in config for name in self._ranges):
             return False
-        params = {
-            name: self._ranges[name].to_sample(config[name])  # type: ignore[arg-type]
-            for name in self._ranges
-        }
+        params = to_samples(self._ranges, config)
         import optuna
 
         try:  # checks each value against its range

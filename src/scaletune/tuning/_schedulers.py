@@ -48,17 +48,11 @@ class Scheduler(Protocol):
         ...
 
 
-class FIFOScheduler:
-    """Every trial runs to the end."""
-
-    def on_report(self, trial: int, resource: int, value: float) -> Verdict:
-        return CONTINUE
-
-    def on_end(self, trial: int) -> None:
-        pass
+class _NeverPauses:
+    """For schedulers that only continue or stop: no promotions, no brackets."""
 
     def promote(self) -> int | None:
-        return None  # it never pauses a trial
+        return None
 
     def on_resumed(self, trial: int) -> None:
         pass
@@ -67,7 +61,17 @@ class FIFOScheduler:
         return None
 
 
-class MedianStoppingScheduler:
+class FIFOScheduler(_NeverPauses):
+    """Every trial runs to the end."""
+
+    def on_report(self, trial: int, resource: int, value: float) -> Verdict:
+        return CONTINUE
+
+    def on_end(self, trial: int) -> None:
+        pass
+
+
+class MedianStoppingScheduler(_NeverPauses):
     """Stop a trial whose best value so far is worse than the median, at the same step, of the
     running averages of trials that got that far (Golovin et al. 2017, "Vizier")."""
 
@@ -104,12 +108,3 @@ class MedianStoppingScheduler:
 
     def on_end(self, trial: int) -> None:
         pass  # its history keeps counting for later trials
-
-    def promote(self) -> int | None:
-        return None  # it never pauses a trial
-
-    def on_resumed(self, trial: int) -> None:
-        pass
-
-    def bracket(self, trial: int) -> int | None:
-        return None

@@ -23,6 +23,15 @@ class Suggestion:
     config: Config
 
 
+def to_samples(ranges: Mapping[str, Range], config: Mapping[str, object]) -> dict[str, object]:
+    """A configuration as the samplers see it (each range's own scale)."""
+    return {name: ranges[name].to_sample(config[name]) for name in ranges}  # type: ignore[arg-type]
+
+
+def from_samples(ranges: Mapping[str, Range], params: Mapping[str, object]) -> Config:
+    return {name: ranges[name].from_sample(value) for name, value in params.items()}  # type: ignore[arg-type]
+
+
 class Searcher(Protocol):
     def suggest(self) -> Suggestion | None:
         """The next configuration, or None when the search space is exhausted."""
@@ -94,9 +103,7 @@ class OptunaSearcher:
         number = len(self._params)  # not the study's numbering: a promoted trial is told twice
         self._trials[number] = trial
         self._params[number] = trial.params
-        config: Config = {
-            name: self._ranges[name].from_sample(value) for name, value in trial.params.items()
-        }
+        config = from_samples(self._ranges, trial.params)
         return Suggestion(number, config)
 
     def on_report(self, number: int, step: int, value: float) -> None:
@@ -137,10 +144,7 @@ class OptunaSearcher:
     ) -> None:
         if number != len(self._params):
             raise ValueError(f"trial {number} restored out of order")
-        params: dict[str, object] = {
-            name: self._ranges[name].to_sample(config[name])  # type: ignore[arg-type]
-            for name in self._ranges
-        }
+        params = to_samples(self._ranges, config)
         self._params[number] = params
         if running:  # asked again with its own values: a pending trial, as it was
             self._study.enqueue_trial(params, skip_if_exists=False)
@@ -183,10 +187,7 @@ class OptunaSearcher:
             raise ValueError("priors go in before this job's own trials")
         if any(name not in config for name in self._ranges):
             return False
-        params = {
-            name: self._ranges[name].to_sample(config[name])  # type: ignore[arg-type]
-            for name in self._ranges
-        }
+        params = to_samples(self._ranges, config)
         try:
             self._study.add_trial(
                 optuna.trial.create_trial(
