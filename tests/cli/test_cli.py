@@ -177,3 +177,31 @@ def test_jobs_stop_stops_a_running_job(
     assert f"stop requested for job {job.id}" in out
     record = job.wait(timeout=60)
     assert (record.status.value, record.failure_reason) == ("Stopped", "stop requested")
+
+
+def test_jobs_stop_ends_a_paused_trial_as_stopped(
+    session: Session, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Paused trial (promotion-type Hyperband) has no workers to ask: it becomes Stopped at
+    once, and its tuning job will not promote it."""
+    from scaletune.store import JobOutcome, JobStatus, NewTrainingJob
+
+    store = session.store
+    store.create_training_job(
+        NewTrainingJob("t-000", None, "xgboost", {}, {}, 2, 1.0, "", "t", trial_number=0)
+    )
+    store.finish_training_job(
+        "t-000",
+        JobOutcome(JobStatus.PAUSED, 1.0, 2.0, 1.0, 2.0, {}, failure_reason="bracket 0 rung 1"),
+    )
+    code, out, _ = _cli(capsys, "jobs", "stop", "t-000")
+    assert code == 0
+    assert "job t-000 was paused; now Stopped" in out
+    record = store.get_training_job("t-000")
+    assert (record.status, record.failure_reason) == (
+        JobStatus.STOPPED,
+        "stopped while paused (jobs stop): it will not be promoted",
+    )
+    assert (record.end_time, record.billable_seconds) == (2.0, 2.0)  # the pause's, kept
+    code, out, _ = _cli(capsys, "jobs", "stop", "t-000")
+    assert "already ended: Stopped" in out
