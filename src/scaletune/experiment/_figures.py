@@ -14,9 +14,8 @@ import matplotlib.pyplot as plt  # after the backend is chosen
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
-from scaletune.spec import ObjectiveType
 from scaletune.store import JobStatus, MetricPoint, TrainingJobRecord, TrialRow
-from scaletune.tuning import HyperbandScheduler
+from scaletune.tuning import hyperband_brackets
 
 Trial = TrainingJobRecord | TrialRow
 MANY_TRIALS = 200  # past this, lines thin out and markers go, so that 10,000 stay legible
@@ -47,11 +46,11 @@ def learning_curves(
     return _png(figure)
 
 
-def hyperband_rungs(min_resource: int, max_resource: int, eta: int) -> list[int]:
-    scheduler = HyperbandScheduler(
-        ObjectiveType.MAXIMIZE, min_resource=min_resource, max_resource=max_resource, eta=eta
-    )
-    return sorted({rung for bracket in scheduler.brackets for rung in bracket.rungs})
+def hyperband_rungs(
+    min_resource: int, max_resource: int, eta: int, brackets: int | None = None
+) -> list[int]:
+    rungs, _ = hyperband_brackets(min_resource, max_resource, eta, brackets)
+    return sorted({rung for bracket in rungs for rung in bracket})
 
 
 def tuning_trials(
@@ -78,7 +77,7 @@ def tuning_trials(
         points = curves.get(trial.id, [])
         if not points or (best is not None and trial.id == best.id):
             continue
-        stopped = trial.status is JobStatus.STOPPED
+        stopped = trial.status in (JobStatus.STOPPED, JobStatus.PAUSED)  # for now, or good
         lines[stopped].append([(p.step, p.value) for p in points])
         if stopped:
             ends.append((points[-1].step, points[-1].value))

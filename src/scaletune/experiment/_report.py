@@ -508,6 +508,7 @@ def tuning_job_report(
             int(hyperband["min_resource"]),
             int(hyperband["max_resource"]),
             int(hyperband.get("eta", 3)),
+            hyperband.get("brackets"),
         )
         if str(spec.get("strategy")) == "Hyperband" and hyperband
         else []

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from scaletune._lazy import lazy_names
 
 if TYPE_CHECKING:
-    from scaletune.tuning._hyperband import HyperbandScheduler
+    from scaletune.tuning._hyperband import HyperbandScheduler, hyperband_brackets
     from scaletune.tuning._schedulers import (
         Decision,
         FIFOScheduler,
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 _WHERE = {
     "HyperbandScheduler": "_hyperband",
+    "hyperband_brackets": "_hyperband",
     "Decision": "_schedulers",
     "FIFOScheduler": "_schedulers",
     "MedianStoppingScheduler": "_schedulers",
@@ -76,6 +77,7 @@ __all__ = [
     "analytics_dataframe",
     "analytics_rows",
     "bayesian_searcher",
+    "hyperband_brackets",
     "make_scheduler",
     "make_searcher",
     "random_searcher",
