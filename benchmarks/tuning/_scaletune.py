@@ -48,6 +48,15 @@ STRATEGIES: dict[str, dict[str, Any]] = {
         "strategy": "Hyperband",
         "hyperband": {"min_resource": MIN_RESOURCE, "max_resource": EPOCHS, "searcher": "BOHB"},
     },
+    "BOHB ASHA": {
+        "strategy": "Hyperband",
+        "hyperband": {
+            "min_resource": MIN_RESOURCE,
+            "max_resource": EPOCHS,
+            "brackets": 1,
+            "searcher": "BOHB",
+        },
+    },
     "BOHB ASHA promotion": {
         "strategy": "Hyperband",
         "hyperband": {

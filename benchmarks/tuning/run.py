@@ -48,6 +48,7 @@ OURS = (
     "ASHA promotion",
     "Bayesian+ASHA promotion",
     "BOHB",
+    "BOHB ASHA",
     "BOHB ASHA promotion",
     "Hyperband adaptive",
     "BOHB adaptive",
