@@ -39,7 +39,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.start_overhead
 	$(BIN)/python -m benchmarks.xgboost_overhead
 	$(BIN)/python -m benchmarks.xgboost_workers
-	$(BIN)/python -m benchmarks.tuning_reference --searcher Random
+	$(BIN)/python -m benchmarks.tuning_reference --searcher Random --seeds 3
 	$(BIN)/python -m benchmarks.dnn_modes --epochs 5
 	$(BIN)/python -m benchmarks.dnn_overhead
 	$(BIN)/python -m benchmarks.script_overhead
@@ -63,6 +63,7 @@ bench-test: $(BENCH_STAMP)  # the simulation tests again, with YAHPO's surrogate
 
 bench-tuning: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python -m benchmarks.tuning.run
+	$(BENCH_VENV)/bin/python -m benchmarks.tuning.run --task-set other
 
 bench-overhead: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python -m benchmarks.overhead.decisions

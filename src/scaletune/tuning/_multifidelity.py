@@ -5,10 +5,17 @@ the end sees few of them, and one fitted on every trial's last value mixes short
 runs. BOHB fits its model on the highest rung that has enough results (more than the number
 of hyperparameters): those values are comparable, and that rung holds more of them than the
 rungs above. Here the model is Optuna's TPE (multivariate), rebuilt when a higher rung gets
-enough results and told each new result at its rung; trials proposed and not yet judged at
-that rung (running or paused below it) are pending trials in it, which TPE's constant liar
-keeps new proposals away from. A third of the proposals are random, as in BOHB, so the model
-never narrows the search for good.
+enough results and told each new result at its rung. A model fitted on the survivors of a
+rung alone has never seen a poor configuration, and rates unexplored regions above the
+survivors it calls bad; so the trials that ended below that rung go in too, as pruned trials
+with their last rung's value (Optuna's TPE ranks those below every complete one, by how far
+they got). The trials on their way to that rung
+(running, and past the rung below it; any running trial when it is the lowest rung) are
+pending trials in it, which TPE's constant liar keeps new proposals away from. Counting every
+trial not yet at the rung instead would make most of them liars under one-bracket ASHA,
+where most trials stop at the first rung, and steer proposals away from the good region. A
+third of the proposals are random, as in BOHB, so the model never narrows the search for
+good.
 """
 
 from __future__ import annotations
@@ -75,8 +82,11 @@ class RungModelSearcher:
                 self._fit(level)
             assert self._model is not None
             trial = self._model.ask(self._distributions)
-            self._pending[number] = trial
             params = trial.params
+            if level == self._levels[0]:
+                self._pending[number] = trial  # on its way to the model's rung already
+            else:
+                self._forget(trial)  # pending once it passes the rung below
         self._params[number] = params
         config = from_samples(self._ranges, params)
         return Suggestion(number, config)
@@ -86,9 +96,12 @@ class RungModelSearcher:
         if at_level is None or number in at_level or number not in self._params:
             return
         at_level[number] = value
+        if self._model is None or self._model_level is None:
+            return
         if step == self._model_level and number in self._pending:
-            assert self._model is not None
             self._model.tell(self._pending.pop(number), value)
+        elif step == self._below(self._model_level) and number not in self._pending:
+            self._add_pending(number)
 
     def observe(
         self,
@@ -102,8 +115,12 @@ class RungModelSearcher:
             self._results[self._full].setdefault(number, value)
         # Stopped, paused or done: no longer pending. A paused trial promoted later adds its
         # results at the rungs it reaches all the same (`on_report`).
+        if number in self._ended:
+            return
         self._ended.add(number)
         self._drop_pending(number)
+        if self._model is not None and self._model_level is not None:
+            self._add_fallen(number, self._model_level)
 
     def restore(
         self,
@@ -168,17 +185,55 @@ class RungModelSearcher:
                     params=dict(params), distributions=self._distributions, value=value
                 )
             )
-        self._pending = {}
-        for number, params in self._params.items():
-            if number not in self._ended and number not in self._results[level]:
-                model.enqueue_trial(dict(params), skip_if_exists=False)
-                self._pending[number] = model.ask(self._distributions)
-        self._model, self._model_level = model, level
+        self._model, self._model_level, self._pending = model, level, {}
+        below = self._below(level)
+        for number in self._params:
+            if number in self._ended:
+                self._add_fallen(number, level)
+            elif below is None or number in self._results[below]:
+                self._add_pending(number)
+
+    def _add_fallen(self, number: int, level: int) -> None:
+        """A trial that ended below the model's rung: pruned, at the last rung it reached."""
+        import optuna
+        from optuna.trial import TrialState
+
+        assert self._model is not None
+        if number in self._results[level]:
+            return
+        reached = [
+            lower for lower in self._levels if lower < level and number in self._results[lower]
+        ]
+        if not reached:
+            return  # it failed before any rung: nothing to learn
+        self._model.add_trial(
+            optuna.trial.create_trial(
+                params=dict(self._params[number]),
+                distributions=self._distributions,
+                state=TrialState.PRUNED,
+                intermediate_values={reached[-1]: self._results[reached[-1]][number]},
+            )
+        )
+
+    def _below(self, level: int) -> int | None:
+        index = self._levels.index(level)
+        return self._levels[index - 1] if index else None
+
+    def _add_pending(self, number: int) -> None:
+        """A trial on its way to the model's rung: a pending trial in the model."""
+        assert self._model is not None and self._model_level is not None
+        if number in self._ended or number in self._results[self._model_level]:
+            return
+        self._model.enqueue_trial(dict(self._params[number]), skip_if_exists=False)
+        self._pending[number] = self._model.ask(self._distributions)
+
+    def _forget(self, trial: optuna.Trial) -> None:
+        from optuna.trial import TrialState
+
+        assert self._model is not None
+        self._model.tell(trial, state=TrialState.FAIL)
 
     def _drop_pending(self, number: int) -> None:
         trial = self._pending.pop(number, None)
         if trial is not None:
-            from optuna.trial import TrialState
-
-            assert self._model is not None
-            self._model.tell(trial, state=TrialState.FAIL)  # it never reached the model's rung
+            self._forget(trial)  # it never reached the model's rung
