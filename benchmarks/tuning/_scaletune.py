@@ -13,88 +13,41 @@ from scaletune.simulation import simulate_tuning
 from scaletune.spec import TuningJobSpec, tuning_spec_from_dict
 from scaletune.store import Store
 
+# Every setting spelled out: Hyperband's defaults changed with these measurements.
+ALL_BRACKETS = None
+
+
+def _hyperband(searcher: str, brackets: int | None, **more: str) -> dict[str, Any]:
+    return {
+        "strategy": "Hyperband",
+        "hyperband": {
+            "min_resource": MIN_RESOURCE,
+            "max_resource": EPOCHS,
+            "searcher": searcher,
+            "brackets": brackets,
+            **more,
+        },
+    }
+
+
 STRATEGIES: dict[str, dict[str, Any]] = {
     "Random": {"strategy": "Random"},
     "Bayesian": {"strategy": "Bayesian"},
-    "Hyperband": {
-        "strategy": "Hyperband",
-        "hyperband": {"min_resource": MIN_RESOURCE, "max_resource": EPOCHS},
-    },
-    "Bayesian+Hyperband": {
-        "strategy": "Hyperband",
-        "hyperband": {"min_resource": MIN_RESOURCE, "max_resource": EPOCHS, "searcher": "Bayesian"},
-    },
+    "Hyperband": _hyperband("Random", ALL_BRACKETS),
+    "Bayesian+Hyperband": _hyperband("Bayesian", ALL_BRACKETS),
     # Pausing instead of stopping (trials resume from their checkpoints; a resume pays the
     # start-up again), and one bracket (plain asynchronous successive halving).
-    "Hyperband promotion": {
-        "strategy": "Hyperband",
-        "hyperband": {"min_resource": MIN_RESOURCE, "max_resource": EPOCHS, "type": "promotion"},
-    },
-    "ASHA": {
-        "strategy": "Hyperband",
-        "hyperband": {"min_resource": MIN_RESOURCE, "max_resource": EPOCHS, "brackets": 1},
-    },
-    "ASHA promotion": {
-        "strategy": "Hyperband",
-        "hyperband": {
-            "min_resource": MIN_RESOURCE,
-            "max_resource": EPOCHS,
-            "brackets": 1,
-            "type": "promotion",
-        },
-    },
+    "Hyperband promotion": _hyperband("Random", ALL_BRACKETS, type="promotion"),
+    "ASHA": _hyperband("Random", 1),
+    "ASHA promotion": _hyperband("Random", 1, type="promotion"),
     # BOHB-style proposals: TPE fitted on the highest rung with enough results.
-    "BOHB": {
-        "strategy": "Hyperband",
-        "hyperband": {"min_resource": MIN_RESOURCE, "max_resource": EPOCHS, "searcher": "BOHB"},
-    },
-    "BOHB ASHA": {
-        "strategy": "Hyperband",
-        "hyperband": {
-            "min_resource": MIN_RESOURCE,
-            "max_resource": EPOCHS,
-            "brackets": 1,
-            "searcher": "BOHB",
-        },
-    },
-    "BOHB ASHA promotion": {
-        "strategy": "Hyperband",
-        "hyperband": {
-            "min_resource": MIN_RESOURCE,
-            "max_resource": EPOCHS,
-            "brackets": 1,
-            "type": "promotion",
-            "searcher": "BOHB",
-        },
-    },
+    "BOHB": _hyperband("BOHB", ALL_BRACKETS),
+    "BOHB ASHA": _hyperband("BOHB", 1),  # scaletune's defaults
+    "BOHB ASHA promotion": _hyperband("BOHB", 1, type="promotion"),
     # Each bracket's chance scaled by how well its first rung has ranked as the end.
-    "Hyperband adaptive": {
-        "strategy": "Hyperband",
-        "hyperband": {
-            "min_resource": MIN_RESOURCE,
-            "max_resource": EPOCHS,
-            "bracket_weights": "adaptive",
-        },
-    },
-    "BOHB adaptive": {
-        "strategy": "Hyperband",
-        "hyperband": {
-            "min_resource": MIN_RESOURCE,
-            "max_resource": EPOCHS,
-            "searcher": "BOHB",
-            "bracket_weights": "adaptive",
-        },
-    },
-    "Bayesian+ASHA promotion": {
-        "strategy": "Hyperband",
-        "hyperband": {
-            "min_resource": MIN_RESOURCE,
-            "max_resource": EPOCHS,
-            "brackets": 1,
-            "type": "promotion",
-            "searcher": "Bayesian",
-        },
-    },
+    "Hyperband adaptive": _hyperband("Random", ALL_BRACKETS, bracket_weights="adaptive"),
+    "BOHB adaptive": _hyperband("BOHB", ALL_BRACKETS, bracket_weights="adaptive"),
+    "Bayesian+ASHA promotion": _hyperband("Bayesian", 1, type="promotion"),
 }
 
 
