@@ -38,11 +38,11 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     # Pausing instead of stopping (trials resume from their checkpoints; a resume pays the
     # start-up again), and one bracket (plain asynchronous successive halving).
     "Hyperband promotion": _hyperband("Random", ALL_BRACKETS, type="promotion"),
-    "ASHA": _hyperband("Random", 1),
+    "ASHA": _hyperband("Random", 1),  # scaletune's defaults
     "ASHA promotion": _hyperband("Random", 1, type="promotion"),
     # BOHB-style proposals: TPE fitted on the highest rung with enough results.
     "BOHB": _hyperband("BOHB", ALL_BRACKETS),
-    "BOHB ASHA": _hyperband("BOHB", 1),  # scaletune's defaults
+    "BOHB ASHA": _hyperband("BOHB", 1),
     "BOHB ASHA promotion": _hyperband("BOHB", 1, type="promotion"),
     # Each bracket's chance scaled by how well its first rung has ranked as the end.
     "Hyperband adaptive": _hyperband("Random", ALL_BRACKETS, bracket_weights="adaptive"),

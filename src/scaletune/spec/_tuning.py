@@ -48,14 +48,13 @@ class HyperbandSpec(_Frozen):
     max_resource: int = Field(ge=2)
     eta: int = Field(default=3, ge=2)
     # Bayesian: TPE on each trial's last value; BOHB: TPE on the highest rung with enough results
-    searcher: Literal["Random", "Bayesian", "BOHB"] = "BOHB"
+    searcher: Literal["Random", "Bayesian", "BOHB"] = "Random"
     type: HyperbandType = HyperbandType.STOPPING
     # How many of Hyperband's brackets, most aggressive first (1: plain asynchronous successive
-    # halving); None: all of them. More than there are is refused.
+    # halving); None: all of them. More than there are is refused. One by default: on 20
+    # LCBench tasks x 10 seeds (benchmarks/results/tuning_lcbench*.md) all brackets trail one
+    # bracket at every checkpoint.
     brackets: int | None = Field(default=1, ge=1)
-    # The defaults (BOHB's proposals, one bracket) are the measured best of scaletune's on 20
-    # LCBench tasks x 10 seeds (benchmarks/results/tuning_lcbench*.md): all brackets trail one
-    # bracket at every checkpoint, and BOHB's model beats random proposals at the end.
     # "adaptive": each bracket's chance scaled by how well its first rung's ranking has
     # predicted the final one so far (Kendall's tau; Hyper-Tune's idea)
     bracket_weights: Literal["hyperband", "adaptive"] = "hyperband"
