@@ -15,6 +15,7 @@ import argparse
 import functools
 import json
 import multiprocessing
+import shlex
 import statistics
 import sys
 import time
@@ -257,7 +258,7 @@ def _write(
     import platform
 
     RESULTS.mkdir(exist_ok=True)
-    command = ("python -m benchmarks.tuning.run " + " ".join(sys.argv[1:])).strip()
+    command = ("python -m benchmarks.tuning.run " + shlex.join(sys.argv[1:])).strip()
     if args.only:  # the other methods' runs came from the committed results' command
         earlier = json.loads((RESULTS / f"{name}.json").read_text())["command"]
         command = f"{earlier}` then `{command}"
