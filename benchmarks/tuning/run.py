@@ -298,8 +298,8 @@ def _write(
         wall = committed["benchmark_wall_seconds"]
         if "note" in committed:
             meta["note"] = committed["note"]
-    (RESULTS / f"{name}.json").write_text(
-        json.dumps({**meta, "summary": summary, "runs": runs}, indent=1) + "\n"
+    (RESULTS / f"{name}.json").write_text(  # compact: every run's incumbent curve is in it
+        json.dumps({**meta, "summary": summary, "runs": runs}, separators=(",", ":")) + "\n"
     )
     _plot(summary, name)
     methods = summary["methods"]
