@@ -7,6 +7,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -70,33 +71,34 @@ def _running_with_checkpoints(store: Path) -> int:
             return 0
 
 
-def _tune_in_background(file: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
+def _kill_9_when(file: Path, ready: Callable[[], bool]) -> int:
+    """Run `scaletune tune FILE` in a process of its own, SIGKILL it once `ready()`, and wait
+    until its workers are gone too; the controller's pid."""
+    controller = subprocess.Popen(
         [sys.executable, "-m", "scaletune", "tune", str(file), "--json"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=dict(os.environ),
     )
-
-
-def test_resume_after_kill_9(session: Session, store_path: Path, tmp_path: Path) -> None:
-    file = tmp_path / "tuning.toml"
-    file.write_text(TUNING)
-    controller = _tune_in_background(file)
     parent = psutil.Process(controller.pid)
     try:
-        wait_until(
-            lambda: (
-                len(_ended_trials(store_path)) >= 2 and _running_with_checkpoints(store_path) >= 1
-            ),
-            timeout=120,
-        )
+        wait_until(ready, timeout=120)
         workers = [child.pid for child in parent.children(recursive=True)]
         os.kill(controller.pid, signal.SIGKILL)
     finally:
         controller.kill()
         controller.wait()
     wait_until(lambda: not any(pid_alive(pid) for pid in workers), timeout=10)
+    return controller.pid
+
+
+def test_resume_after_kill_9(session: Session, store_path: Path, tmp_path: Path) -> None:
+    file = tmp_path / "tuning.toml"
+    file.write_text(TUNING)
+    controller_pid = _kill_9_when(
+        file,
+        lambda: len(_ended_trials(store_path)) >= 2 and _running_with_checkpoints(store_path) >= 1,
+    )
     before = dict(_ended_trials(store_path))
     tuning_id = session.store.list_tuning_jobs()[0].id
     assert session.store.get_tuning_job(tuning_id).status is JobStatus.IN_PROGRESS
@@ -121,7 +123,7 @@ def test_resume_after_kill_9(session: Session, store_path: Path, tmp_path: Path)
         first = session.store.attempts.of(trial.id)[0]
         assert (first.status, first.reason) == (
             JobStatus.FAILED,
-            f"its tuning controller (process {controller.pid}) ended",
+            f"its tuning controller (process {controller_pid}) ended",
         )
         assert trial.status is not JobStatus.FAILED
     for trial in trials:  # no report twice: each step of the objective once, in order
@@ -168,19 +170,9 @@ def test_resume_after_kill_9_keeps_paused_trials_paused(
             "eta = 2\n", 'eta = 2\ntype = "promotion"\nbrackets = 1\n', 1
         )
     )
-    controller = _tune_in_background(file)
-    parent = psutil.Process(controller.pid)
-    try:
-        wait_until(
-            lambda: len(_paused(store_path)) >= 1 and _running_with_checkpoints(store_path) >= 1,
-            timeout=120,
-        )
-        workers = [child.pid for child in parent.children(recursive=True)]
-        os.kill(controller.pid, signal.SIGKILL)
-    finally:
-        controller.kill()
-        controller.wait()
-    wait_until(lambda: not any(pid_alive(pid) for pid in workers), timeout=10)
+    _kill_9_when(
+        file, lambda: len(_paused(store_path)) >= 1 and _running_with_checkpoints(store_path) >= 1
+    )
     paused_at_kill = _paused(store_path)
     tuning_id = session.store.list_tuning_jobs()[0].id
 
