@@ -15,7 +15,7 @@ from scaletune.store import Store
 from tests.simulated import simulated_tuning
 
 HEAVY = {"matplotlib", "optuna", "pandas", "ray", "scipy", "sklearn", "tensorflow", "torch"}
-HEAVY |= {"xgboost"}
+HEAVY |= {"xgboost", "starlette", "uvicorn", "jinja2"}  # the console's server too
 # Run the CLI as its entry point does, then list the top-level packages it loaded.
 PROBE = """
 import json, sys

@@ -222,24 +222,48 @@ def jobs_logs(
     sys.stdout.write(log.read_text(encoding="utf-8", errors="replace"))
 
 
+@app.command("console")
+def console_command(
+    store: StoreOption = None,
+    host: Annotated[
+        str,
+        typer.Option(help="Address to listen on; any but loopback needs the printed token."),
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port (0: any free one).")] = 8470,
+    read_only: Annotated[
+        bool, typer.Option("--read-only", help="Hide the Stop buttons and refuse every change.")
+    ] = False,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            envvar="SCALETUNE_CONSOLE_TOKEN",
+            help="The token to ask for (default: a random one when --host is not loopback).",
+        ),
+    ] = None,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option("--allow-host", help="Another Host name to answer to (a proxy's)."),
+    ] = None,
+) -> None:
+    """A live web console: jobs, tuning jobs, their charts and logs, Stop buttons."""
+    from scaletune.console import open_console
+
+    console = open_console(
+        open_store(store), host, port, token=token, read_only=read_only, allow_hosts=allow_host
+    )
+    out.print(f"scaletune console: {console.url}", highlight=False, soft_wrap=True)
+    out.file.flush()
+    console.serve()
+
+
 @jobs_app.command("stop")
 def jobs_stop(job_id: str, store: StoreOption = None) -> None:
     """Stop a running training job (its controller ends the workers)."""
-    from scaletune.training import reconcile_orphan
+    from scaletune.training import request_job_stop
 
     with open_store(store) as records:
-        record = records.get_training_job(job_id)
-        if record.status.is_terminal:
-            out.print(f"job {job_id} already ended: {record.status.value}")
-            return
-        if record.status is JobStatus.PAUSED and records.end_paused_training_job(
-            job_id, "stopped while paused (jobs stop): it will not be promoted"
-        ):
-            out.print(f"job {job_id} was paused; now Stopped")
-            return
-        records.request_stop(job_id)
-        record = reconcile_orphan(records, records.get_training_job(job_id), time.time())
-    out.print(f"stop requested for job {job_id} (status {record.status.value})")
+        outcome = request_job_stop(records, job_id, time.time(), via="jobs stop")
+    out.print(outcome.message)
 
 
 def _run_prepared(

@@ -263,13 +263,11 @@ def tuning_analytics(
 @tuning_app.command("stop")
 def tuning_stop(tuning_id: str, store: StoreOption = None) -> None:
     """Stop a tuning job: its running training jobs are stopped, no new ones start."""
+    from scaletune.training import request_tuning_stop
+
     with open_store(store) as records:
-        record = records.get_tuning_job(tuning_id)
-        if record.status.is_terminal:
-            out.print(f"tuning job {tuning_id} already ended: {record.status.value}")
-            return
-        records.request_tuning_stop(tuning_id)
-    out.print(f"stop requested for tuning job {tuning_id}")
+        outcome = request_tuning_stop(records, tuning_id)
+    out.print(outcome.message)
 
 
 def _show(summary: TuningSummary, json_output: bool) -> None:

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 from scaletune._lazy import lazy_names
 
 if TYPE_CHECKING:
+    from scaletune.store._browse import ChangeMark
     from scaletune.store._location import StoreLocation, default_home, resolve_store
-    from scaletune.store._queries import TrialRow, TuningTotals
+    from scaletune.store._queries import TrialOrder, TrialRow, TrialSortKey, TuningTotals
     from scaletune.store._records import (
         AttemptRecord,
         JobOutcome,
@@ -27,7 +28,10 @@ _WHERE = {
     "StoreLocation": "_location",
     "default_home": "_location",
     "resolve_store": "_location",
+    "ChangeMark": "_browse",
+    "TrialOrder": "_queries",
     "TrialRow": "_queries",
+    "TrialSortKey": "_queries",
     "TuningTotals": "_queries",
     "AttemptRecord": "_records",
     "JobOutcome": "_records",
@@ -45,6 +49,7 @@ __getattr__ = lazy_names(__name__, _WHERE)
 __all__ = [
     "SCHEMA_VERSION",
     "AttemptRecord",
+    "ChangeMark",
     "JobOutcome",
     "JobStatus",
     "MetricPoint",
@@ -54,7 +59,9 @@ __all__ = [
     "Store",
     "StoreLocation",
     "TrainingJobRecord",
+    "TrialOrder",
     "TrialRow",
+    "TrialSortKey",
     "TuningJobRecord",
     "TuningTotals",
     "default_home",

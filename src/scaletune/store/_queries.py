@@ -5,7 +5,9 @@ every record (or every trial's spec) into Python."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import Engine, and_, case, func, literal, select
@@ -70,6 +72,42 @@ _ROW_COLUMNS = [
     training_jobs.c.seconds_per_step,
     training_jobs.c.hyperband_bracket,
 ]
+
+
+class TrialSortKey(StrEnum):
+    TRIAL = "trial"
+    OBJECTIVE = "objective"
+    STATUS = "status"
+    RESOURCE = "resource"
+    BILLABLE = "billable"
+    WORKERS = "workers"
+    WALL = "wall"
+
+
+_SORT_COLUMNS = {
+    TrialSortKey.TRIAL: training_jobs.c.trial_number,
+    TrialSortKey.OBJECTIVE: training_jobs.c.objective,
+    TrialSortKey.STATUS: training_jobs.c.status,
+    TrialSortKey.RESOURCE: training_jobs.c.resource,
+    TrialSortKey.BILLABLE: training_jobs.c.billable_seconds,
+    TrialSortKey.WORKERS: training_jobs.c.instance_count,
+    TrialSortKey.WALL: training_jobs.c.wall_seconds,
+}
+
+
+@dataclass(frozen=True)
+class TrialOrder:
+    key: TrialSortKey = TrialSortKey.TRIAL
+    descending: bool = False
+
+    def clauses(self) -> list[Any]:
+        column = _SORT_COLUMNS[self.key]
+        # NULLs last either way (SQLite and PostgreSQL disagree on where they go by default)
+        return [
+            column.is_(None),
+            column.desc() if self.descending else column.asc(),
+            training_jobs.c.trial_number,
+        ]
 
 
 class TrialQueries:
@@ -145,12 +183,24 @@ class TrialQueries:
         values = [float(value) for value in middle]
         return sum(values) / len(values)
 
-    def rows(self, tuning_id: str, *, limit: int | None = None, offset: int = 0) -> list[TrialRow]:
-        """The trials in the order they were proposed."""
+    def rows(
+        self,
+        tuning_id: str,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        order: TrialOrder | None = None,
+        statuses: Sequence[JobStatus] | None = None,
+    ) -> list[TrialRow]:
+        """The trials in the order they were proposed, or a page of them sorted in SQL by
+        `order` (ties, and rows with no value, last, then by trial number)."""
+        of_job = training_jobs.c.tuning_job_id == tuning_id
+        if statuses is not None:
+            of_job = and_(of_job, training_jobs.c.status.in_([s.value for s in statuses]))
         query = (
             select(*_ROW_COLUMNS)
-            .where(training_jobs.c.tuning_job_id == tuning_id)
-            .order_by(training_jobs.c.trial_number)
+            .where(of_job)
+            .order_by(*(order or TrialOrder()).clauses())
             .offset(offset)
             .limit(limit)
         )
@@ -160,8 +210,17 @@ class TrialQueries:
                 for row in conn.execute(query)
             ]
 
-    def curves(self, tuning_id: str, name: str) -> dict[str, list[MetricPoint]]:
-        """Every trial's series of one metric, in one indexed read, by job id."""
+    def curves(
+        self,
+        tuning_id: str,
+        name: str,
+        *,
+        job_ids: Sequence[str] | None = None,
+        min_resource: int | None = None,
+        max_step: int | None = None,
+    ) -> dict[str, list[MetricPoint]]:
+        """Every trial's series of one metric, in one indexed read, by job id; or only those
+        of `job_ids`, or of the trials that reached `min_resource`, up to `max_step`."""
         query = (
             select(
                 metric_points.c.job_id,
@@ -173,6 +232,12 @@ class TrialQueries:
             .where(training_jobs.c.tuning_job_id == tuning_id, metric_points.c.name == name)
             .order_by(metric_points.c.job_id, metric_points.c.step, metric_points.c.id)
         )
+        if job_ids is not None:
+            query = query.where(training_jobs.c.id.in_(list(job_ids)))
+        if min_resource is not None:
+            query = query.where(training_jobs.c.resource >= min_resource)
+        if max_step is not None:
+            query = query.where(metric_points.c.step <= max_step)
         curves: dict[str, list[MetricPoint]] = defaultdict(list)
         with self._engine.connect() as conn:
             for job_id, step, value, time in conn.execute(query):

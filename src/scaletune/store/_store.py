@@ -25,6 +25,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from scaletune.errors import InvalidInputError, JobNotFoundError, StoreError
 from scaletune.store._attempts import AttemptLog
+from scaletune.store._browse import BrowseQueries, job_filters
 from scaletune.store._engine import engines_for, safe_url
 from scaletune.store._migrate import open_schema
 from scaletune.store._queries import TrialQueries
@@ -62,6 +63,7 @@ class Store:
         self._engine, self._autocommit = engines_for(url)
         self.attempts = AttemptLog(self._engine, self._autocommit)
         self.trials = TrialQueries(self._autocommit)  # reads over a tuning job's trials
+        self.browse = BrowseQueries(self._autocommit)  # counts and change marks, for pages
         try:
             self._open_schema()
         except SQLAlchemyError as exc:
@@ -237,18 +239,18 @@ class Store:
         *,
         status: JobStatus | None = None,
         tuning_job_id: str | None = None,
+        algorithm: str | None = None,
         limit: int | None = None,
         offset: int = 0,
     ) -> list[TrainingJobRecord]:
         """Newest first; a page of `limit` from `offset` (indexed: cheap at any size)."""
-        query = select(training_jobs).order_by(
-            training_jobs.c.created_at.desc(), training_jobs.c.id.desc()
+        query = (
+            select(training_jobs)
+            .where(*job_filters(status, tuning_job_id, algorithm))
+            .order_by(training_jobs.c.created_at.desc(), training_jobs.c.id.desc())
+            .offset(offset)
+            .limit(limit)
         )
-        if status is not None:
-            query = query.where(training_jobs.c.status == status.value)
-        if tuning_job_id is not None:
-            query = query.where(training_jobs.c.tuning_job_id == tuning_job_id)
-        query = query.offset(offset).limit(limit)
         with self._autocommit.connect() as conn:
             return [_record(row._mapping) for row in conn.execute(query)]
 
@@ -344,10 +346,13 @@ class Store:
             raise JobNotFoundError(tuning_id, kind="tuning job")
         return _tuning_record(row._mapping)
 
-    def list_tuning_jobs(self, *, limit: int | None = None) -> list[TuningJobRecord]:
+    def list_tuning_jobs(
+        self, *, limit: int | None = None, offset: int = 0
+    ) -> list[TuningJobRecord]:
         query = (
             select(tuning_jobs)
             .order_by(tuning_jobs.c.created_at.desc(), tuning_jobs.c.id.desc())
+            .offset(offset)
             .limit(limit)
         )
         with self._autocommit.connect() as conn:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     )
     from scaletune.training._paths import JobPaths
     from scaletune.training._stopper import Stopper
+    from scaletune.training._stopping import StopRequest, request_job_stop, request_tuning_stop
 
 _WHERE = {
     "PreparedJob": "_controller",
@@ -30,11 +31,15 @@ _WHERE = {
     "staging_of": "_orphans",
     "JobPaths": "_paths",
     "Stopper": "_stopper",
+    "StopRequest": "_stopping",
+    "request_job_stop": "_stopping",
+    "request_tuning_stop": "_stopping",
 }
 __getattr__ = lazy_names(__name__, _WHERE)
 __all__ = [
     "JobPaths",
     "PreparedJob",
+    "StopRequest",
     "Stopper",
     "TrainingController",
     "controller_alive",
@@ -42,5 +47,7 @@ __all__ = [
     "process_alive",
     "reconcile_orphan",
     "remove_scratch",
+    "request_job_stop",
+    "request_tuning_stop",
     "staging_of",
 ]

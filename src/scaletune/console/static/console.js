@@ -1,0 +1,55 @@
+// Live updates: one EventSource per page. When the store changes, htmx fragments that listen
+// for "st-refresh" fetch themselves again and charts redraw (at most once per 2 s each).
+(function () {
+  "use strict";
+  const live = document.getElementById("live");
+  const banner = document.getElementById("banner");
+  let lastMark = null;
+
+  function say(text, kind) {
+    if (!text) { banner.hidden = true; banner.textContent = ""; return; }
+    banner.textContent = text;              // text, never HTML
+    banner.className = "banner " + (kind || "");
+    banner.hidden = false;
+  }
+
+  function connect() {
+    const source = new EventSource("/events");
+    source.addEventListener("open", function () {
+      live.textContent = "live";
+      live.className = "live on";
+      say(null);
+    });
+    source.addEventListener("change", function (event) {
+      if (lastMark !== null && event.data !== lastMark) {
+        document.body.dispatchEvent(new CustomEvent("st-refresh"));
+      }
+      lastMark = event.data;
+    });
+    source.addEventListener("store-error", function (event) {
+      live.textContent = "store unreadable";
+      live.className = "live off";
+      say("The store cannot be read: " + event.data + " (retrying)", "error");
+    });
+    source.addEventListener("error", function () {
+      live.textContent = "reconnecting…";
+      live.className = "live off";
+      say("Connection to the console lost; reconnecting…", "warn");
+      // EventSource retries by itself while the page lives; a closed one is opened again.
+      if (source.readyState === EventSource.CLOSED) { setTimeout(connect, 2000); }
+    });
+  }
+
+  // Forms that change something ask first (no inline handlers: the page's policy forbids them).
+  document.addEventListener("submit", function (event) {
+    const form = event.target;
+    if (form.dataset && form.dataset.confirm && !window.confirm(form.dataset.confirm)) {
+      event.preventDefault();
+    }
+  });
+
+  document.addEventListener("DOMContentLoaded", function () {
+    if (window.ScaletuneCharts) { window.ScaletuneCharts.start(document); }
+    connect();
+  });
+})();

@@ -1,0 +1,131 @@
+"""Pages and data over a simulated tuning job: every page answers, sorting and paging happen
+in SQL with failed trials last, unknown ids are 404 pages, bad values 400."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+from scaletune.store import JobOutcome, JobStatus, Store, TuningJobRecord
+from tests.console.conftest import add_job, client
+
+
+def test_every_page_answers(store: Store, tuning: TuningJobRecord, tmp_path: Path) -> None:
+    job_id = add_job(store, tmp_path)
+    trial = f"{tuning.id}-001"
+    web = client(store)
+    for url in (
+        "/",
+        "/jobs?status=Completed&algorithm=script",
+        f"/?tuning_job={tuning.id}&page=2",
+        "/tuning",
+        f"/tuning/{tuning.id}",
+        f"/jobs/{trial}",
+        f"/jobs/{job_id}",
+        f"/compare?jobs={trial},{tuning.id}-002",
+        f"/compare?jobs={trial}&jobs={job_id}",
+    ):
+        response = web.get(url)
+        assert response.status_code == 200, (url, response.text[-500:])
+        assert "text/html" in response.headers["content-type"]
+
+
+def test_unknown_ids_are_404_pages_and_bad_values_400(
+    store: Store, tuning: TuningJobRecord
+) -> None:
+    web = client(store)
+    for url in ("/jobs/no-such-job", "/tuning/no-such-tuning", "/api/jobs/nope/metrics"):
+        response = web.get(url)
+        assert response.status_code == 404
+        assert "no-such" in response.text or "nope" in response.text
+    for url, named in (
+        ("/?status=Bogus", "Bogus"),
+        ("/?page=0", "page"),
+        (f"/tuning/{tuning.id}/trials?per_page=501", "per_page"),
+        (f"/tuning/{tuning.id}/trials?sort=colour", "colour"),
+        (f"/tuning/{tuning.id}/trials?show=some", "some"),
+        ("/compare", "jobs"),
+    ):
+        response = web.get(url)
+        assert response.status_code == 400 and named in response.text, url
+
+
+def test_trials_sort_and_page_in_sql_with_failed_trials_last(
+    store: Store, tuning: TuningJobRecord
+) -> None:
+    failed = f"{tuning.id}-003"
+    store.finish_training_job(
+        failed,
+        JobOutcome(JobStatus.FAILED, 1.0, 2.0, 1.0, 1.0, {}, failure_reason="worker 1 died"),
+    )
+    store.set_trial_result(failed, None, None)
+    web = client(store)
+    best_first = _trial_numbers(web.get(f"/tuning/{tuning.id}/trials").text)
+    rows = store.trials.rows(tuning.id)
+    by_objective = sorted(
+        (r for r in rows if r.objective is not None), key=lambda r: -(r.objective or 0)
+    )
+    assert best_first[:10] == [r.trial_number for r in by_objective[:10]]
+    everything = []
+    for page in (1, 2):
+        url = f"/tuning/{tuning.id}/trials?sort=objective&desc=1&per_page=20&page={page}"
+        text = web.get(url).text
+        everything += _trial_numbers(text)
+    assert sorted(everything) == list(range(30)) and everything[-1] == 3  # failed: last
+    only_failed = _trial_numbers(web.get(f"/tuning/{tuning.id}/trials?show=failed").text)
+    assert only_failed == [3]
+    by_workers = web.get(f"/tuning/{tuning.id}/trials?sort=workers&desc=0").text
+    assert "worker 1 died" not in by_workers.split("</tbody>")[0].split("<tr>")[1]
+
+
+def test_the_trials_csv_has_the_analytics_columns(store: Store, tuning: TuningJobRecord) -> None:
+    response = client(store).get(f"/tuning/{tuning.id}/trials.csv")
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(response.text)))
+    assert len(rows) == 30
+    assert {"x", "instance_count", "FinalObjectiveValue", "RungsReached"} <= set(rows[0])
+
+
+def test_chart_data_of_a_tuning_job(store: Store, tuning: TuningJobRecord) -> None:
+    charts = client(store).get(f"/api/tuning/{tuning.id}/charts").json()
+    assert charts["trials"] == 30
+    assert charts["curves"]["rungs"] == [1, 3]
+    assert 0 < len(charts["curves"]["series"]) <= 30
+    assert charts["curves"]["steps"] == list(range(1, 10))
+    assert len(charts["stops"]["points"]) == 30
+    best = charts["best"]["best"]
+    assert best == sorted(best)  # best-so-far of a maximised objective never falls
+    assert len(charts["best"]["billable_seconds"]) == 30
+    names = [axis["name"] for axis in charts["parallel"]["axes"]]
+    assert names == ["x", "instance_count", "accuracy"]
+    assert {p["x"] for p in charts["cluster"]["points"]} == {1, 2, 3}
+
+
+def test_importance_finds_the_hyperparameter_that_matters(
+    store: Store, tuning: TuningJobRecord
+) -> None:
+    found = client(store).get(f"/api/tuning/{tuning.id}/importance").json()
+    # accuracy = x * (1 - e^-step): x is everything, the cluster size nothing
+    assert found["trials"] >= 10
+    assert found["importances"]["x"] > 0.8 > found["importances"]["instance_count"]
+
+
+def test_job_metrics_and_comparison(store: Store, tuning: TuningJobRecord) -> None:
+    web = client(store)
+    trial = f"{tuning.id}-001"
+    metrics = web.get(f"/api/jobs/{trial}/metrics").json()["metrics"]
+    points = store.metrics(trial, "accuracy")
+    assert metrics["accuracy"]["steps"] == [p.step for p in points]
+    compared = web.get(f"/api/compare?jobs={trial},{tuning.id}-002").json()
+    assert compared["jobs"] == [trial, f"{tuning.id}-002"]
+    assert [s["label"] for s in compared["metrics"]["accuracy"]["series"]] == compared["jobs"]
+
+
+def _trial_numbers(html: str) -> list[int]:
+    body = html.split("<tbody>")[1].split("</tbody>")[0]
+    numbers = []
+    for row in body.split("<tr>")[1:]:
+        cell = row.split('<td class="num"><a href="/jobs/')[1]
+        numbers.append(int(cell.split(">")[1].split("<")[0]))
+    return numbers
