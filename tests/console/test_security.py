@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 from scaletune.console import Access
 from scaletune.console._security import TOKEN_COOKIE
-from scaletune.store import JobOutcome, JobStatus, Store
+from scaletune.store import JobOutcome, JobStatus, NewTuningJob, Store, TuningJobRecord
 from tests.console.conftest import add_job, client
 
 
@@ -40,7 +42,7 @@ def test_the_token_is_asked_for_then_kept_in_a_cookie(store: Store) -> None:
 
 def test_stop_needs_post_csrf_and_its_own_origin(store: Store, tmp_path: Path) -> None:
     job_id = add_job(store, tmp_path)
-    store.mark_in_progress(job_id, 1.0, pid=__import__("os").getpid(), host="here")
+    store.mark_in_progress(job_id, 1.0, pid=os.getpid(), host="here")
     access = Access(token=None)
     web = client(store, access)
     url = f"/jobs/{job_id}/stop"
@@ -76,7 +78,7 @@ def test_a_paused_trial_stopped_from_the_console_ends_at_once(store: Store, tmp_
 
 def test_read_only_shows_no_button_and_refuses_writes(store: Store, tmp_path: Path) -> None:
     job_id = add_job(store, tmp_path)
-    store.mark_in_progress(job_id, 1.0, pid=__import__("os").getpid(), host="here")
+    store.mark_in_progress(job_id, 1.0, pid=os.getpid(), host="here")
     writable = client(store, Access(token=None)).get(f"/jobs/{job_id}")
     assert 'action="/jobs/hand-made/stop"' in writable.text
     access = Access(token=None, read_only=True)
@@ -115,3 +117,20 @@ def _paused_outcome() -> JobOutcome:
         billable_seconds=2.0,
         final_metrics={},
     )
+
+
+def test_a_running_tuning_job_is_stopped_from_its_page(
+    store: Store, tuning: TuningJobRecord
+) -> None:
+    running = NewTuningJob("running-tuning", None, "Hyperband", dict(tuning.spec), time.time())
+    store.create_tuning_job(running)
+    store.mark_tuning_in_progress(running.id, time.time(), pid=os.getpid(), host="here")
+    access = Access(token=None)
+    web = client(store, access)
+    page = web.get(f"/tuning/{running.id}")
+    assert f'action="/tuning/{running.id}/stop"' in page.text
+    assert web.post(f"/tuning/{running.id}/stop").status_code == 403
+    done = web.post(f"/tuning/{running.id}/stop", data={"csrf_token": access.csrf_token})
+    assert done.status_code == 303 and store.is_tuning_stop_requested(running.id)
+    ended = web.get(f"/tuning/{tuning.id}")  # a tuning job that ended has no button
+    assert f"/tuning/{tuning.id}/stop" not in ended.text
