@@ -17,8 +17,8 @@ from scaletune.store import JobStatus, TrainingJobRecord
 
 def _check_report(folder: Path, tables: int, pictures: int) -> str:
     page = (folder / "report.html").read_text()
-    assert page.count("<table>") == tables
-    images = re.findall(r"<img [^>]*src='data:image/png;base64,([^']+)'", page)
+    assert page.count("<table ") == tables
+    images = re.findall(r'<img [^>]*src="data:image/png;base64,([^"]+)"', page)
     assert len(images) == pictures and all(len(image) > 1000 for image in images)
     assert len(list(folder.glob("*.png"))) == pictures
     markdown = (folder / "results.md").read_text()
@@ -50,7 +50,7 @@ def test_xgboost_experiment_with_a_cluster_size_sweep(session: Session, tmp_path
     ):
         assert title in page
     # The configuration and the versions, escaped inside <pre>.
-    assert "&quot;naive_hyperparameters&quot;" in page and "&quot;packages&quot;" in page
+    assert "&#34;naive_hyperparameters&#34;" in page and "&#34;packages&#34;" in page
 
 
 def test_dnn_experiment(session: Session, tmp_path: Path) -> None:

@@ -7,10 +7,8 @@ import contextlib
 import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from importlib.resources import files
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -23,10 +21,10 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from scaletune.console import _data, _live, _pages
-from scaletune.console._format import FILTERS
 from scaletune.console._security import CSRF_FIELD, Access, AccessMiddleware
 from scaletune.errors import JobNotFoundError, ScaletuneError, StoreError
 from scaletune.store import Store
+from scaletune.views import STATIC_PACKAGE, template_environment
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
 
@@ -50,15 +48,7 @@ def create_app(
 ) -> Starlette:
     """The console over an open store (the caller closes it). `allowed_hosts`: the Host
     header values it answers to (default: loopback names only)."""
-    package = files("scaletune.console")
-    environment = Environment(
-        loader=FileSystemLoader(str(package / "templates")),
-        autoescape=select_autoescape(default=True, default_for_string=True),
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    environment.filters.update(FILTERS)
-    templates = Jinja2Templates(env=environment)
+    templates = Jinja2Templates(env=template_environment())
     state = ConsoleState(store, access, templates, poll_seconds)
 
     def context(request: Request) -> dict[str, Any]:
@@ -82,9 +72,7 @@ def create_app(
             *_pages.routes(),
             *_data.routes(),
             Route("/events", _live.events),
-            Mount(
-                "/static", StaticFiles(packages=[("scaletune.console", "static")]), name="static"
-            ),
+            Mount("/static", StaticFiles(packages=[STATIC_PACKAGE]), name="static"),
         ],
         middleware=[
             Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts or list(LOOPBACK_NAMES)),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import csv
-import html
 import io
 import json
 import os
@@ -81,43 +80,21 @@ class Report:
         return "\n".join(lines)
 
     def html(self) -> str:
-        parts = [f"<h1>{_e(self.title)}</h1>", f"<p>{_e(self.intro)}</p>"]
-        if self.command:
-            parts.append(
-                f"<p>Command: <code>{_e(self.command)}</code><br>{_e(_machine_line())}</p>"
-            )
-        for title, rows, note in self.tables:
-            parts.append(f"<h2>{_e(title)}</h2>{_html_table(rows)}")
-            if note:
-                parts.append(f"<p class='note'>{_e(note)}</p>")
-        for name, caption, png in self.pictures:
-            encoded = base64.b64encode(png).decode()
-            parts.append(
-                f"<figure><img alt='{_e(caption)}' data-file='{_e(name)}' "
-                f"src='data:image/png;base64,{encoded}'><figcaption>{_e(caption)}</figcaption>"
-                "</figure>"
-            )
-        configuration = json.dumps(self.configuration, indent=2, default=str)
-        parts.append(f"<h2>Configuration</h2><pre>{_e(configuration)}</pre>")
-        return _PAGE.format(title=_e(self.title), body="\n".join(parts))
+        """One self-contained page from the console's templates (report.html)."""
+        from scaletune.views import render, stylesheet  # Jinja2: only when a page is written
 
-
-_PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem;
-       color: #222; }}
-table {{ border-collapse: collapse; margin: 1rem 0; }}
-th, td {{ border: 1px solid #ccc; padding: 0.3rem 0.6rem; text-align: left; }}
-th {{ background: #f3f3f3; }}
-img {{ max-width: 100%; }}
-figcaption, .note {{ color: #555; font-size: 0.9rem; }}
-pre {{ background: #f7f7f7; padding: 1rem; overflow-x: auto; font-size: 0.8rem; }}
-</style></head>
-<body>
-{body}
-</body></html>
-"""
+        pictures = [
+            {"file": name, "caption": caption, "encoded": base64.b64encode(png).decode()}
+            for name, caption, png in self.pictures
+        ]
+        return render(
+            "report.html",
+            report=self,
+            pictures=pictures,
+            machine=_machine_line() if self.command else None,
+            configuration=json.dumps(self.configuration, indent=2, default=str),
+            stylesheet=stylesheet(),
+        )
 
 
 def _cell(value: object) -> str:
@@ -136,10 +113,6 @@ def _csv(rows: Sequence[Mapping[str, object]], columns: Sequence[str]) -> str:
     return buffer.getvalue()
 
 
-def _e(text: str) -> str:
-    return html.escape(text, quote=True)
-
-
 def _markdown_table(rows: Table) -> list[str]:
     header, *body = rows
     return [
@@ -147,15 +120,6 @@ def _markdown_table(rows: Table) -> list[str]:
         "|" + "---|" * len(header),
         *["| " + " | ".join(row) + " |" for row in body],
     ]
-
-
-def _html_table(rows: Table) -> str:
-    header, *body = rows
-    head = "".join(f"<th>{_e(cell)}</th>" for cell in header)
-    lines = "".join(
-        "<tr>" + "".join(f"<td>{_e(cell)}</td>" for cell in row) + "</tr>" for row in body
-    )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{lines}</tbody></table>"
 
 
 def environment() -> dict[str, Any]:

@@ -1,9 +1,10 @@
-"""How numbers, times and statuses read on the console's pages (Jinja2 filters)."""
+"""How numbers, times and statuses read on scaletune's pages (Jinja2 filters and tests)."""
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -49,6 +50,16 @@ def setting(value: Any) -> str:
         return f"{value:.4g}"
     return str(value)
 
+
+_NUMERIC = re.compile(r"[-+]?[\d,]*\.?\d+(?:e[-+]?\d+)?(?: ?(?:%|s|\u00d7|min|h))?")
+
+
+def numeric_text(value: Any) -> bool:
+    """Whether a table cell reads as a figure (right-aligned, tabular digits)."""
+    return isinstance(value, str) and _NUMERIC.fullmatch(value.strip()) is not None
+
+
+TESTS = {"numeric_text": numeric_text}
 
 FILTERS = {
     "seconds": seconds,
