@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import os
 import signal
 import subprocess
@@ -56,13 +57,16 @@ def test_train_json_then_list_show_and_logs(
         assert key in job
 
     code, out, _ = _cli(capsys, "jobs", "show", job["id"], "--json")
-    assert (code, json.loads(out)["id"]) == (0, job["id"])
+    shown = json.loads(out)
+    assert (code, shown["id"]) == (0, job["id"])
+    (attempt,) = shown["attempts"]
+    assert [where.split(" pid ")[0] for where in attempt["workers"]] == [socket.gethostname()] * 3
     code, out, _ = _cli(capsys, "jobs", "list", "--json")
     assert [entry["id"] for entry in json.loads(out)] == [job["id"]]
     code, out, _ = _cli(capsys, "jobs", "list")
     assert code == 0 and "Completed" in out
     code, out, _ = _cli(capsys, "jobs", "show", job["id"])
-    assert "validation:auc" in out
+    assert "validation:auc" in out and f"3 on {socket.gethostname()}" in out
     code, out, _ = _cli(capsys, "jobs", "logs", job["id"], "--worker", "2")
     assert code == 0 and "Task 000002 got rank 2" in out
     code, out, _ = _cli(capsys, "jobs", "stop", job["id"])

@@ -64,6 +64,7 @@ CONTROLLER = textwrap.dedent(
             "artifact": record.artifact,
             "log_dir": record.log_dir,
             "worker_nodes": groups[0].nodes,
+            "locations": list(session.store.attempts.of(record.id)[-1].workers),
         }))
     """
 )
@@ -146,6 +147,11 @@ def test_a_spread_job_runs_on_both_nodes_with_its_data_in_object_storage(
     assert (result["nodes"], result["labelled"]) == (2, 1)
     assert result["status"] == "Completed", result["reason"]
     assert len(set(result["worker_nodes"])) == 2
+    # Where each rank ran, as the store recorded it: the node's address and id.
+    assert [location.split(" node ")[1] for location in result["locations"]] == [
+        node[:8] for node in result["worker_nodes"]
+    ]
+    assert not any(location.startswith("unknown") for location in result["locations"])
     assert (Path(result["artifact"]) / "xgboost-model.json").exists()  # rank 0 uploaded it
     for rank in (0, 1):  # written on each node, streamed back through its actor
         log = (Path(result["log_dir"]) / f"worker-{rank}.log").read_text()

@@ -4,6 +4,7 @@ in SQL with failed trials last, unknown ids are 404 pages, bad values 400."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 from pathlib import Path
 
@@ -129,3 +130,26 @@ def _trial_numbers(html: str) -> list[int]:
         cell = row.split('<td class="num"><a href="/jobs/')[1]
         numbers.append(int(cell.split(">")[1].split("<")[0]))
     return numbers
+
+
+def test_the_job_page_says_where_each_attempts_workers_ran(store: Store, tmp_path: Path) -> None:
+    job_id = add_job(store, tmp_path)
+    store.attempts.start(job_id, 1, 10.0)
+    store.attempts.set_workers(job_id, 1, ["10.0.0.7 node 1a2b3c4d", "10.0.0.8 node 9f8e7d6c"])
+    store.attempts.end(job_id, 1, status=JobStatus.FAILED, end_time=11.0, reason="node lost")
+    store.attempts.start(job_id, 2, 12.0, resumed_from_step=40, steps_redone=3)
+    store.attempts.set_workers(job_id, 2, ["10.0.0.8 node 9f8e7d6c", "10.0.0.8 node 9f8e7d6c"])
+    page = client(store).get(f"/jobs/{job_id}").text
+    # The first attempt on two machines, the retry on the one left (the latest one's ranks).
+    assert "1 on 10.0.0.7 node 1a2b3c4d, 1 on 10.0.0.8 node 9f8e7d6c" in page
+    assert page.count("2 on 10.0.0.8 node 9f8e7d6c") == 2  # the cluster card and attempt 2
+    assert '<ol start="0" class="small"><li>10.0.0.8 node 9f8e7d6c</li>' in page
+
+
+def test_workers_of_one_machine_are_counted_by_machine_not_by_process() -> None:
+    from scaletune.store import AttemptRecord
+
+    attempt = AttemptRecord(1, 0.0, None, JobStatus.IN_PROGRESS, None, False, None, None, None)
+    assert attempt.placement is None  # not placed yet
+    placed = dataclasses.replace(attempt, workers=("box pid 11", "box pid 12", "other pid 13"))
+    assert placed.placement == "2 on box, 1 on other"

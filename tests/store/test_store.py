@@ -225,7 +225,10 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
         store.set_waiting("old-job", 12.5)  # and version 4's column
         assert store.get_training_job("old-job").waiting_since == 12.5
         store.attempts.start("old-job", 1, 20.0)  # and version 5's table
-        assert [a.number for a in store.attempts.of("old-job")] == [1]
+        store.attempts.set_workers("old-job", 1, ["here pid 1", "here pid 2"])  # and version 8's
+        assert [(a.number, a.workers) for a in store.attempts.of("old-job")] == [
+            (1, ("here pid 1", "here pid 2"))
+        ]
         store.set_trial_result("old-job", 0.5, 3, seconds_per_step=2.0, full_resource=9, bracket=1)
         with create_engine(url).connect() as conn:  # and version 6's and 7's columns
             assert conn.execute(
@@ -233,6 +236,25 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
             ).all() == [(2.0, 9, 1)]
         indexes = {i["name"] for i in inspect(create_engine(url)).get_indexes("training_jobs")}
         assert {"ix_training_jobs_tuning_trial", "ix_training_jobs_tuning_status"} <= indexes
+
+
+def test_a_version_7_store_gains_where_each_attempts_workers_ran(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'v7.db'}"
+    with Store(url) as store:
+        store.create_training_job(_new("old-job"))
+        store.attempts.start("old-job", 1, 20.0)
+    engine = create_engine(url)
+    with engine.begin() as conn:  # as version 7 left it: attempts without their workers
+        conn.execute(text("ALTER TABLE job_attempts DROP COLUMN workers"))
+        conn.execute(update(meta).where(meta.c.key == "schema_version").values(value="7"))
+    engine.dispose()
+    with Store(url) as store:
+        (old,) = store.attempts.of("old-job")
+        assert old.workers == ()  # recorded before version 8: nowhere known
+        store.attempts.set_workers("old-job", 1, ["10.0.0.7 node 1a2b3c4d"])
+        (placed,) = store.attempts.of("old-job")
+        assert placed.workers == ("10.0.0.7 node 1a2b3c4d",)
+        assert placed.to_json_dict()["workers"] == ["10.0.0.7 node 1a2b3c4d"]
 
 
 def test_attempts_are_recorded_and_a_dead_controllers_attempt_ends_with_its_job(

@@ -4,6 +4,7 @@ job resumed from its latest checkpoint by a new attempt of the same group size."
 from __future__ import annotations
 
 import dataclasses
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,10 @@ def test_a_killed_worker_is_retried_from_the_checkpoint_and_gives_the_same_model
     # Billing counts both attempts: the whole wall time, restarts included.
     assert record.billable_seconds == pytest.approx(3 * (record.wall_seconds or 0))
     assert not any(pid_alive(pid) for pid in pids[:3])  # the first group is gone
+    # Where each attempt's workers ran: this machine, the first group's pids, then new ones.
+    host = socket.gethostname()
+    assert first.workers == tuple(f"{host} pid {pid}" for pid in pids[:3])
+    assert second.workers == tuple(f"{host} pid {pid}" for pid in pids[3:6])
     kept = CheckpointFolder(Path(record.log_dir or "").parent / "checkpoints").complete()
     assert [c.step for c in kept] == [8, 12]  # keep = 2
 

@@ -95,6 +95,8 @@ def job_summary(
         table.add_row("reason", record.failure_reason)
     table.add_row("algorithm", record.algorithm)
     table.add_row("workers", str(record.instance_count))
+    if attempts and attempts[-1].placement:
+        table.add_row("placed", attempts[-1].placement)
     if record.wall_seconds is not None and record.billable_seconds is not None:
         table.add_row("wall time", f"{record.wall_seconds:.2f} s")
         table.add_row("billable", f"{record.billable_seconds:.2f} worker-seconds")

@@ -21,6 +21,12 @@ class Group(Protocol):
     @property
     def pids(self) -> list[int]: ...
 
+    @property
+    def locations(self) -> list[str]:
+        """Where each worker runs, rank order, as a person would look for it: host and pid
+        on the local backend, node address and id on Ray."""
+        ...
+
     def poll(self, timeout: float) -> list[WorkerEvent]: ...
 
     def request_stop(self) -> None:

@@ -191,6 +191,11 @@ class WorkerGroup:
     def pids(self) -> list[int]:
         return [worker.pid for worker in self._workers]
 
+    @property
+    def locations(self) -> list[str]:
+        host = socket.gethostname()
+        return [f"{host} pid {worker.pid}" for worker in self._workers]
+
     def poll(self, timeout: float) -> list[WorkerEvent]:
         """Messages from the workers, or Exited for each one that died; waits up to `timeout`."""
         watched: dict[Connection, int] = {}

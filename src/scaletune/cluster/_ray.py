@@ -447,6 +447,20 @@ class RayWorkerGroup:
         return []  # actors may live on other machines: there is no local pid to watch
 
     @property
+    def locations(self) -> list[str]:
+        """From the placement group's bundles (rank r's actor holds bundle r) and the node
+        table, so a worker that is not answering does not hold this up."""
+        from ray.util.placement_group import placement_group_table
+
+        bundles = placement_group_table(self._placed.group).get("bundles_to_node_id") or {}
+        addresses = {node["NodeID"]: node["NodeManagerAddress"] for node in self._ray.nodes()}
+        where = []
+        for rank in range(len(self._placed.actors)):
+            node = str(bundles.get(rank, ""))
+            where.append(f"{addresses.get(node, 'unknown')} node {node[:8] or '?'}")
+        return where
+
+    @property
     def nodes(self) -> list[str]:
         """The Ray node of each worker, rank order."""
         return list(self._ray.get([actor.node.remote() for actor in self._placed.actors]))

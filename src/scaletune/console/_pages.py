@@ -93,9 +93,11 @@ def job_page(request: Request) -> Response:
 
     state = _state(request)
     record = _reconciled(state, state.store.get_training_job(request.path_params["job_id"]))
+    attempts = state.store.attempts.of(record.id)
     context = {
         "job": record,
-        "attempts": state.store.attempts.of(record.id),
+        "attempts": attempts,
+        "placed": attempts[-1] if attempts and attempts[-1].workers else None,  # the latest
         "rejected": state.store.rejected(record.id)[:20],
         "advice": critical_batch_advice(record.final_metrics, record.hyperparameters),
         "backend": (record.spec.get("cluster") or {}).get("backend", "local"),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
+
 from sqlalchemy import Engine, insert, select, update
 
 from scaletune.store._records import AttemptRecord, JobStatus
@@ -34,6 +37,10 @@ class AttemptLog:
                     checkpoint_step=resumed_from_step,
                 )
             )
+
+    def set_workers(self, job_id: str, number: int, locations: Sequence[str]) -> None:
+        """Where the attempt's workers were placed, rank order."""
+        self._update(job_id, number, workers=json.dumps(list(locations)))
 
     def set_checkpoint(self, job_id: str, number: int, step: int) -> None:
         self._update(job_id, number, checkpoint_step=step)
@@ -82,6 +89,7 @@ class AttemptLog:
                     resumed_from_step=row.resumed_from_step,
                     steps_redone=row.steps_redone,
                     checkpoint_step=row.checkpoint_step,
+                    workers=tuple(json.loads(row.workers)) if row.workers else (),
                 )
                 for row in conn.execute(query)
             ]

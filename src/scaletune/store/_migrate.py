@@ -6,10 +6,12 @@ from sqlalchemy import insert, inspect, select, text, update
 from sqlalchemy.engine import Connection
 
 from scaletune.store._schema import (
+    JOB_ATTEMPT_COLUMNS_V8,
     SCHEMA_VERSION,
     TRAINING_JOB_COLUMNS_V2,
     TRAINING_JOB_COLUMNS_V6,
     TRAINING_JOB_COLUMNS_V7,
+    job_attempts,
     meta,
     metadata,
     training_jobs,
@@ -49,6 +51,12 @@ def open_schema(conn: Connection) -> str | None:
         for column, sql_type in TRAINING_JOB_COLUMNS_V7:
             conn.execute(text(f"ALTER TABLE training_jobs ADD COLUMN {column} {sql_type}"))
         version = _set_version(conn, "7")
+    if version == "7":  # version 8: where each attempt's workers ran
+        present = {column["name"] for column in inspect(conn).get_columns(job_attempts.name)}
+        for column, sql_type in JOB_ATTEMPT_COLUMNS_V8:
+            if column not in present:  # a store from before version 5 made the table anew
+                conn.execute(text(f"ALTER TABLE job_attempts ADD COLUMN {column} {sql_type}"))
+        version = _set_version(conn, "8")
     return version
 
 

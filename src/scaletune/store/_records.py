@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
+
+_PID = re.compile(r" pid \d+$")  # the end of a local worker's location
 
 
 class JobStatus(StrEnum):
@@ -151,6 +155,13 @@ class AttemptRecord:
     resumed_from_step: int | None  # the checkpoint it started from; None: from the start
     steps_redone: int | None  # reported steps past that checkpoint that it ran again
     checkpoint_step: int | None  # its latest complete checkpoint
+    workers: tuple[str, ...] = ()  # where each rank ran; empty before it was placed
+
+    @property
+    def placement(self) -> str | None:
+        """Where its workers ran, by machine: "2 on node-a, 1 on node-b" (pids left out)."""
+        machines = Counter(_PID.sub("", location) for location in self.workers)
+        return ", ".join(f"{count} on {machine}" for machine, count in machines.items()) or None
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -163,6 +174,7 @@ class AttemptRecord:
             "resumed_from_step": self.resumed_from_step,
             "steps_redone": self.steps_redone,
             "checkpoint_step": self.checkpoint_step,
+            "workers": list(self.workers),
         }
 
 

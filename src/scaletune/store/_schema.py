@@ -18,7 +18,7 @@ from sqlalchemy import (
     Text,
 )
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 metadata = MetaData()
 
@@ -85,6 +85,9 @@ training_jobs = Table(
 
 # Columns version 7 added to training_jobs.
 TRAINING_JOB_COLUMNS_V7 = (("hyperband_bracket", "INTEGER"),)
+
+# Columns version 8 added to job_attempts.
+JOB_ATTEMPT_COLUMNS_V8 = (("workers", "TEXT"),)
 
 # Columns version 6 added to training_jobs.
 TRAINING_JOB_COLUMNS_V6 = (("full_resource", "INTEGER"), ("seconds_per_step", "FLOAT"))
@@ -170,5 +173,6 @@ job_attempts = Table(
     Column("resumed_from_step", Integer),  # the checkpoint it started from; None: afresh
     Column("steps_redone", Integer),  # reported steps the last attempt had passed, run again
     Column("checkpoint_step", Integer),  # its latest complete checkpoint
+    Column("workers", Text),  # JSON: where each rank ran (host and pid, or Ray node)
     Index("ix_job_attempts_job_number", "job_id", "number", unique=True),
 )

@@ -323,6 +323,7 @@ class TrainingController:
             return Ending(JobStatus.FAILED, f"workers did not start: {exc}", Fault.INFRASTRUCTURE)
         if wait.waited:
             self.store.set_waiting(job.id, None)  # placed at last
+        self.store.attempts.set_workers(job.id, state.number, live.group.locations)
         if on_started is not None:
             on_started(live.group)
         return supervise(

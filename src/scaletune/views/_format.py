@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -59,9 +60,9 @@ def numeric_text(value: Any) -> bool:
     return isinstance(value, str) and _NUMERIC.fullmatch(value.strip()) is not None
 
 
-TESTS = {"numeric_text": numeric_text}
+TESTS: dict[str, Callable[..., bool]] = {"numeric_text": numeric_text}
 
-FILTERS = {
+FILTERS: dict[str, Callable[..., str]] = {
     "seconds": seconds,
     "number": number,
     "stamp": stamp,
