@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 import json
-import socket
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path

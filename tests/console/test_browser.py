@@ -193,7 +193,7 @@ def test_the_stop_button_stops_a_real_running_job(
             page.wait_for_selector("text=Stop requested")
             wait_until(lambda: store.get_training_job(job_id).status.is_terminal, timeout=30)
             assert store.get_training_job(job_id).status is JobStatus.STOPPED
-            page.wait_for_selector("#job-summary .status-stopped", timeout=LIVE_SECONDS * 1000)
+            page.wait_for_selector("#job-summary .big .status-stopped", timeout=LIVE_SECONDS * 1000)
             assert page.locator("form.stop").count() == 0  # an ended job has no button
         out, _ = train.communicate(timeout=30)
         assert train.returncode == 1  # `train` exits 1 for a job that did not complete
@@ -202,6 +202,58 @@ def test_the_stop_button_stops_a_real_running_job(
         if train.poll() is None:
             train.kill()
             train.wait()
+
+
+def test_the_stop_button_stops_a_real_running_tuning_job(
+    page: Any, stored: tuple[str, Store, TuningJobRecord]
+) -> None:
+    url, store, simulated = stored
+    tune = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "scaletune",
+            "tune",
+            str(EXAMPLES / "tuning-script-print.toml"),
+            "--store",
+            url,
+            "--json",
+            "--set",
+            "training.hyperparameters.seconds=2",  # trials far from done when Stop comes
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+
+        def trials_report() -> bool:
+            jobs = [job for job in store.list_tuning_jobs() if job.id != simulated.id]
+            trials = store.list_training_jobs(tuning_job_id=jobs[0].id) if jobs else []
+            return any(store.metrics(trial.id) for trial in trials)
+
+        wait_until(trials_report, timeout=60)
+        (tuning,) = [job for job in store.list_tuning_jobs() if job.id != simulated.id]
+        with running_console(url) as console:
+            page.goto(f"{console.base}/tuning/{tuning.id}")
+            page.once("dialog", lambda dialog: dialog.accept())
+            page.click("form.stop button")
+            page.wait_for_selector("text=Stop requested")
+            wait_until(lambda: store.get_tuning_job(tuning.id).status.is_terminal, timeout=60)
+            assert store.get_tuning_job(tuning.id).status is JobStatus.STOPPED
+            page.wait_for_selector(
+                "#tuning-summary .big .status-stopped", timeout=LIVE_SECONDS * 1000
+            )
+            assert page.locator("form.stop").count() == 0
+        out, _ = tune.communicate(timeout=30)
+        assert json.loads(out)["status"] == "Stopped"
+        trials = store.list_training_jobs(tuning_job_id=tuning.id)
+        assert trials and all(trial.status.is_terminal for trial in trials)  # none left running
+        assert all(trial.status is not JobStatus.COMPLETED for trial in trials)
+    finally:
+        if tune.poll() is None:
+            tune.kill()
+            tune.wait()
 
 
 def test_read_only_and_a_token_hold_in_the_browser(
