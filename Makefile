@@ -28,7 +28,11 @@ unit: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev,ray]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev,ray,tensorflow]'
+	# Keras 2, for TensorFlow's multi-worker strategies (Keras 3 does not run them). It declares
+	# the full `tensorflow` build (GPU kernels, 0.6 GB more) as its dependency; tensorflow-cpu,
+	# installed above, is the same package for the CPU.
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt --no-deps tf-keras
 	touch $(STAMP)
 
 lock: $(STAMP)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from pathlib import Path
 
 from pydantic import BaseModel
 
@@ -42,3 +43,20 @@ def run_job(
     if program is not None:
         job = dataclasses.replace(job, algorithm=ProgramOverride(job.algorithm, program))
     return session.controller.run(job, on_started=on_started)
+
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def digits_job(example: str, folder: Path) -> Path:
+    """An example's job file on scikit-learn's digits (nothing to download or find on disk),
+    its script where the example keeps it."""
+    text = (EXAMPLES / example).read_text()
+    text = text.replace(
+        'dataset = "mnist"\ndataset_file = "../../shared/data/mnist"', 'dataset = "digits"'
+    )
+    text = text.replace('source_dir = "scripts"', f"source_dir = {str(EXAMPLES / 'scripts')!r}")
+    assert "shared/data" not in text  # every channel replaced
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / example).write_text(text)
+    return folder / example

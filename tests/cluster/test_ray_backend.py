@@ -5,6 +5,7 @@ test_backends.py."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,11 +15,12 @@ import pytest
 
 from scaletune.api import Session
 from scaletune.errors import InvalidInputError
-from scaletune.spec import TrainingJobSpec
+from scaletune.spec import TrainingJobSpec, load_training_spec
 from scaletune.store import JobStatus
 from scaletune.tuning import TuningController, summarize
 from tests.cluster import programs
 from tests.conftest import wait_until
+from tests.jobs import digits_job
 from tests.training.test_controller import _ProgramOverride
 from tests.training.test_controller import _spec as local_spec
 
@@ -226,3 +228,21 @@ def test_no_placement_group_outlives_its_job_unless_kept_warm(ray_backend: RayBa
     assert all(group["state"] == "REMOVED" for group in placement_group_table().values()), (
         "a placement group leaked"
     )
+
+
+def test_a_tensorflow_parameter_server_job_places_every_task_as_an_actor(
+    ray_session: Session, tmp_path: Path
+) -> None:
+    if not os.environ.get("SCALETUNE_REQUIRE_TENSORFLOW"):
+        pytest.importorskip("tf_keras", reason="needs scaletune[tensorflow] and tf-keras")
+    spec = load_training_spec(
+        digits_job("tf-parameter-server-mnist.toml", tmp_path),
+        ["hyperparameters.epochs=3", "cluster.backend=ray"],
+    )
+    record = ray_session.controller.run(ray_session.controller.prepare(spec))
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    (attempt,) = ray_session.store.attempts.of(record.id)
+    assert len(attempt.workers) == 4  # the chief, 2 workers and the server, one actor each
+    logs = [(Path(record.log_dir or "") / f"worker-{rank}.log").read_text() for rank in range(4)]
+    assert '"type": "chief"' in logs[0] and "serving as ps 0" in logs[3]
+    assert record.billable_seconds == pytest.approx(4 * (record.wall_seconds or 0))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -45,6 +46,37 @@ class DistributionStrategy(StrEnum):
 class SyncMode(StrEnum):
     SYNC = "sync"
     ASYNC = "async"
+
+
+class TaskKind(StrEnum):
+    """A process's part in a job, as TensorFlow's TF_CONFIG names it."""
+
+    WORKER = "worker"
+    CHIEF = "chief"  # ParameterServerStrategy's coordinator: runs the training loop
+    PS = "ps"  # a parameter server: holds variables, serves the workers
+
+
+@dataclass(frozen=True)
+class TaskRole:
+    kind: TaskKind
+    index: int
+
+    def __str__(self) -> str:
+        return "chief" if self.kind is TaskKind.CHIEF else f"{self.kind.value} {self.index}"
+
+
+def task_role(rank: int, task_count: int, parameter_servers: int | None) -> TaskRole:
+    """Rank 0 is the chief under ParameterServerStrategy (so it reports, saves the model and
+    the checkpoints, as rank 0 always does), then the workers, then the parameter servers;
+    otherwise every rank is a worker of its own index."""
+    if parameter_servers is None:
+        return TaskRole(TaskKind.WORKER, rank)
+    workers = task_count - 1 - parameter_servers
+    if rank == 0:
+        return TaskRole(TaskKind.CHIEF, 0)
+    if rank <= workers:
+        return TaskRole(TaskKind.WORKER, rank - 1)
+    return TaskRole(TaskKind.PS, rank - 1 - workers)
 
 
 class ChannelName(StrEnum):
@@ -104,6 +136,13 @@ class DistributionSpec(_Frozen):
         ge=0,
         description="parameter_server async: a worker waits while it is more than this many "
         "updates ahead of the slowest (stale-synchronous parallel); unbounded if unset",
+    )
+    parameter_servers: int | None = Field(
+        default=None,
+        ge=1,
+        le=64,
+        description="script jobs with strategy parameter_server (TensorFlow's "
+        "ParameterServerStrategy): how many `ps` tasks run beside the workers and the chief",
     )
 
     @model_validator(mode="before")
@@ -276,6 +315,27 @@ class TrainingJobSpec(_Frozen):
                 f"script.metrics_rank={self.script.metrics_rank} but instance_count="
                 f"{self.instance_count}: ranks are 0 to {self.instance_count - 1}"
             )
+        servers = self.distribution.parameter_servers
+        if self.algorithm is AlgorithmName.SCRIPT and (
+            self.distribution.strategy is DistributionStrategy.PARAMETER_SERVER
+        ):
+            if servers is None:
+                raise ValueError(
+                    "distribution.parameter_servers: a script job with strategy "
+                    "'parameter_server' runs TensorFlow's ParameterServerStrategy; say how "
+                    "many parameter-server tasks it needs (1 or more)"
+                )
+            if self.script is not None and self.script.metrics_rank != 0:
+                raise ValueError(
+                    f"script.metrics_rank={self.script.metrics_rank}: under "
+                    "ParameterServerStrategy the chief (rank 0) runs the training loop"
+                )
+        elif servers is not None:
+            raise ValueError(
+                f"distribution.parameter_servers={servers} is for script jobs with strategy "
+                "'parameter_server' (TensorFlow); the built-in dnn's parameter server runs "
+                "in rank 0's process"
+            )
         if (self.algorithm is AlgorithmName.SCRIPT) != (self.script is not None):
             raise ValueError(
                 "algorithm 'script' needs a [script] table with entry_point"
@@ -291,6 +351,28 @@ class TrainingJobSpec(_Frozen):
 
         get_algorithm(self.algorithm).check(self)
         return self
+
+    @property
+    def tensorflow_parameter_server(self) -> bool:
+        """A script job under TensorFlow's ParameterServerStrategy: beside its workers, a
+        chief that runs the training loop and `parameter_servers` ps tasks."""
+        return self.distribution.parameter_servers is not None
+
+    @property
+    def task_count(self) -> int:
+        """How many processes the job runs, each holding a worker's resources and billed as
+        one: its workers, and for TensorFlow's ParameterServerStrategy the chief and the
+        parameter servers as well (as a managed service bills each machine of the cluster)."""
+        servers = self.distribution.parameter_servers
+        return self.instance_count + (0 if servers is None else 1 + servers)
+
+    def task_name(self, rank: int) -> str:
+        """How a failure names a process: "worker 2", or "ps 0 (rank 4)" under
+        ParameterServerStrategy, where ranks and TensorFlow's indices differ."""
+        if not self.tensorflow_parameter_server:
+            return f"worker {rank}"
+        role = task_role(rank, self.task_count, self.distribution.parameter_servers)
+        return f"{role} (rank {rank})"
 
     def sharding(self, channel: ChannelName) -> ShardingMode:
         """Training data is split across workers; evaluation data is whole on every worker."""

@@ -47,7 +47,7 @@ def worker_tasks(
     host: str,
 ) -> tuple[list[WorkerTask], GroupRendezvous]:
     """One attempt's tasks, with a rendezvous of its own and the checkpoint to start from."""
-    world_size = job.spec.instance_count
+    world_size = job.spec.task_count  # the workers, and a chief and servers where they run
     rendezvous = GroupRendezvous(
         world_size,
         xgboost_tracker=job.algorithm.wants_xgboost_tracker(job.spec) and world_size > 1,

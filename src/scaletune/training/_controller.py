@@ -262,7 +262,7 @@ class TrainingController:
                     end_time=now,
                     wall_seconds=wall,
                     # Every attempt's time, the restarts between them included.
-                    billable_seconds=job.spec.instance_count * wall,
+                    billable_seconds=job.spec.task_count * wall,
                     final_metrics=state.final_metrics,
                     failure_reason=ending.reason,
                     artifact=artifact,

@@ -75,7 +75,8 @@ def supervise(
     finished: set[int] = set()
     stopping: Ending | None = None  # set once the workers were asked to stop
     grace_ends = float("inf")
-    while len(finished) < spec.instance_count:
+    servers_told = False  # ParameterServerStrategy: the servers told that the chief is done
+    while len(finished) < spec.task_count:
         now = clock.monotonic()
         failures: list[Failed | Exited] = []
         wait = min(timing.poll_seconds, max(min(deadline, grace_ends) - now, 0.0))
@@ -105,8 +106,13 @@ def supervise(
                 finished.add(event.rank)
             elif isinstance(event, Failed | Exited):
                 failures.append(event)
+        if spec.tensorflow_parameter_server and 0 in finished and not servers_told:
+            # The chief's training loop is the job; its workers and parameter servers serve
+            # until told to end (their stop ends them at once, and they finish).
+            group.request_stop()
+            servers_told = True
         if failures:
-            broken = failure(_with_root_cause(log_path, group, failures))
+            broken = failure(_with_root_cause(log_path, group, failures), spec.task_name)
             if stopping is not None:  # it was ending anyway: it ends as asked, without a model
                 return Ending(stopping.status, f"{stopping.reason}; then {broken.reason}")
             return broken
@@ -167,6 +173,8 @@ _COLLECTIVE_TIMEOUT = re.compile(
     r"|Poll timeout: ?\d+ seconds"
     r"|collective timed out"
 )
+# A user's script (algorithm "script") that a signal ended, not its own error.
+_KILLED = re.compile(r"was killed by (SIG[A-Z0-9]+|signal \d+)")
 # A port of the rendezvous taken between being chosen and being bound (by another job, say).
 _BIND_FAILED = re.compile(r"[Aa]ddress already in use|EADDRINUSE")
 # What its peers see once a worker stuck in one gives up, or is killed.
@@ -176,7 +184,9 @@ _PEER_GONE = re.compile(
 )
 
 
-def failure(failures: list[Failed | Exited]) -> Ending:
+def failure(
+    failures: list[Failed | Exited], name: Callable[[int], str] = lambda rank: f"worker {rank}"
+) -> Ending:
     """The job's reason: a worker that died if any (the cause); a rendezvous port that could
     not be bound; collectives that timed out with nothing else wrong, which mean a peer that
     hung (its heartbeats go on while it is stuck); else the program's first error. Only the
@@ -186,17 +196,25 @@ def failure(failures: list[Failed | Exited]) -> Ending:
         event = died[0]
         return Ending(
             JobStatus.FAILED,
-            f"worker {event.rank} exited unexpectedly "
+            f"{name(event.rank)} exited unexpectedly "
             f"({event.reason or _exit_text(event.exitcode)})",
             Fault.INFRASTRUCTURE,
         )
     errors = [event for event in failures if isinstance(event, Failed)]
+    killed = [event for event in errors if _KILLED.search(event.error)]
+    if killed:  # a script killed from outside: as a worker's death, not its program's error
+        first = killed[0]
+        return Ending(
+            JobStatus.FAILED,
+            f"{name(first.rank)} failed: {_matching_line(first.error, _KILLED)}",
+            Fault.INFRASTRUCTURE,
+        )
     unbound = [event for event in errors if _BIND_FAILED.search(event.error)]
     if unbound:
         first = unbound[0]
         return Ending(
             JobStatus.FAILED,
-            f"worker {first.rank} could not bind a rendezvous port (taken by another process "
+            f"{name(first.rank)} could not bind a rendezvous port (taken by another process "
             f"meanwhile): {_matching_line(first.error, _BIND_FAILED)}",
             Fault.INFRASTRUCTURE,
         )
@@ -210,13 +228,13 @@ def failure(failures: list[Failed | Exited]) -> Ending:
         first = timed_out[0]
         return Ending(
             JobStatus.FAILED,
-            f"worker {first.rank}'s collective timed out waiting on a peer (hung, or the "
+            f"{name(first.rank)}'s collective timed out waiting on a peer (hung, or the "
             f"network broke; retry.collective_timeout_seconds): "
             f"{_matching_line(first.error, _COLLECTIVE_TIMEOUT)}",
             Fault.INFRASTRUCTURE,
         )
     first = (program or errors)[0]
-    return Ending(JobStatus.FAILED, f"worker {first.rank} failed: {first.error}", Fault.PROGRAM)
+    return Ending(JobStatus.FAILED, f"{name(first.rank)} failed: {first.error}", Fault.PROGRAM)
 
 
 def _matching_line(error: str, pattern: re.Pattern[str]) -> str:

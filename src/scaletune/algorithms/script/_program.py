@@ -32,7 +32,7 @@ from scaletune.reporting import (
     REPORT_ENV,
     REPORT_PREFIX,
 )
-from scaletune.spec import MetricDefinition, ScriptSpec
+from scaletune.spec import MetricDefinition, ScriptSpec, TaskKind, TaskRole, task_role
 from scaletune.worker import WorkerContext
 
 STOP_GRACE_SECONDS = 3.0  # after SIGTERM, before SIGKILL (the controller waits longer)
@@ -76,12 +76,21 @@ def run_script(ctx: WorkerContext) -> None:
             reader.join()
     if stopped:
         return  # asked to stop: the job ends as Stopped, not Failed
+    if process.returncode < 0:  # not its own error: killed from outside (OOM killer, kill -9)
+        raise ScriptError(f"{script.entry_point} was killed by {_signal_name(-process.returncode)}")
     if process.returncode != 0:
         last = " | ".join(line.strip() for line in list(tail)[-3:] if line.strip())
         raise ScriptError(
             f"{script.entry_point} exited with code {process.returncode}"
             + (f": {last}" if last else "")
         )
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 class _Autosave:
@@ -154,13 +163,8 @@ def _environment(ctx: WorkerContext, script: ScriptSpec, folder: Path) -> dict[s
             "MASTER_ADDR": rendezvous.master_addr,
             "MASTER_PORT": str(rendezvous.master_port),
             COLLECTIVE_TIMEOUT_ENV: f"{rendezvous.collective_timeout_seconds:g}",
-            # TensorFlow's MultiWorkerMirroredStrategy.
-            "TF_CONFIG": json.dumps(
-                {
-                    "cluster": {"worker": list(rendezvous.worker_addresses)},
-                    "task": {"type": "worker", "index": ctx.rank},
-                }
-            ),
+            # TensorFlow's MultiWorkerMirroredStrategy, or its ParameterServerStrategy.
+            "TF_CONFIG": json.dumps(tf_config(ctx)),
             REPORT_ENV: "stdout",
             "SCALETUNE_HYPERPARAMETERS": str(folder / "hyperparameters.json"),
             # Only rank 0's model folder is published; the others write to a throw-away one.
@@ -178,19 +182,45 @@ def _environment(ctx: WorkerContext, script: ScriptSpec, folder: Path) -> dict[s
     environment.update(_tracker_variables(ctx))
     environment["SCALETUNE_SHARD_INDEX"] = str(ctx.rank)
     environment["SCALETUNE_SHARD_COUNT"] = str(ctx.world_size)
-    for name, channel in task.channels.items():
+    role = _role(ctx)
+    environment["SCALETUNE_TASK_ROLE"] = role.kind.value  # worker, chief or ps
+    # Under ParameterServerStrategy the chief's dataset_fn feeds the workers: the chief gets
+    # every row, the workers and servers none; otherwise each worker its ~1/N.
+    serving = task.distribution.parameter_servers is not None and role.kind is not TaskKind.CHIEF
+    part = (0, 1) if role.kind is TaskKind.CHIEF else (ctx.rank, ctx.world_size)
+    for name, channel in [] if serving else task.channels.items():
         key = f"SCALETUNE_CHANNEL_{name.upper()}"
-        shard = channel.read(ctx.rank, ctx.world_size)
+        shard = channel.read(*part)
         channel_folder = folder / "channels" / name
         channel_folder.mkdir(parents=True)
         np.save(channel_folder / "features.npy", shard.features)
         np.save(channel_folder / "labels.npy", shard.labels)
         environment[key] = str(channel_folder)  # this worker's rows, ready to load
-        start, stop = channel.bounds(ctx.rank, ctx.world_size)
+        start, stop = channel.bounds(*part)
         environment[f"{key}_ROWS"] = f"{start}:{stop}"  # of the whole channel
+        environment[f"{key}_TOTAL_ROWS"] = str(channel.n_rows())
         if channel.source is not None:  # for scripts that read the original files themselves
             environment[f"{key}_SOURCE"] = str(channel.source)
     return environment
+
+
+def _role(ctx: WorkerContext) -> TaskRole:
+    return task_role(ctx.rank, ctx.world_size, ctx.task.distribution.parameter_servers)
+
+
+def tf_config(ctx: WorkerContext) -> dict[str, object]:
+    """TensorFlow's cluster and this process's task in it. Each rank's address is on its
+    own node, as the rendezvous chose it; the roles follow `task_role`."""
+    addresses = list(ctx.task.rendezvous.worker_addresses)
+    roles = [
+        task_role(rank, len(addresses), ctx.task.distribution.parameter_servers)
+        for rank in range(len(addresses))
+    ]
+    cluster: dict[str, list[str]] = {}
+    for role, address in zip(roles, addresses, strict=True):
+        cluster.setdefault(role.kind.value, []).append(address)
+    mine = roles[ctx.rank]
+    return {"cluster": cluster, "task": {"type": mine.kind.value, "index": mine.index}}
 
 
 def _checkpoint_variables(ctx: WorkerContext, folder: Path) -> dict[str, str]:
