@@ -47,6 +47,8 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.dnn_modes --epochs 5
 	$(BIN)/python -m benchmarks.dnn_overhead
 	$(BIN)/python -m benchmarks.script_overhead
+	$(BIN)/python -m benchmarks.tf_overhead
+	$(BIN)/python -m benchmarks.tf_convergence
 	$(BIN)/python -m benchmarks.checkpoint_overhead
 	$(BIN)/python -m benchmarks.xgboost_exact_resume
 	$(BIN)/python -m benchmarks.fault_recovery

@@ -17,6 +17,7 @@ import argparse
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's start-up chatter
@@ -57,6 +58,21 @@ class ValidationAccuracy(keras.callbacks.Callback):
         predicted = np.argmax(np.asarray(logits), axis=1)
         if logs is not None:
             logs["val_accuracy"] = float(np.mean(predicted == self.labels))
+
+
+class EpochTimer(keras.callbacks.Callback):
+    """Each epoch's time and steps on stdout (benchmarks read per-step time from it)."""
+
+    def __init__(self, steps: int) -> None:
+        super().__init__()
+        self.steps, self.started = steps, 0.0
+
+    def on_epoch_begin(self, epoch: int, logs: dict[str, float] | None = None) -> None:
+        self.started = time.perf_counter()
+
+    def on_epoch_end(self, epoch: int, logs: dict[str, float] | None = None) -> None:
+        seconds = time.perf_counter() - self.started
+        print(f"epoch {epoch + 1} took {seconds:.4f} s for {self.steps} steps", flush=True)
 
 
 def serve(resolver: tf.distribute.cluster_resolver.ClusterResolver) -> None:
@@ -103,8 +119,11 @@ def main() -> None:
     validation = [np.load(path) for path in channel("validation")]
     classes = int(max(np.max(np.load(train_labels)), np.max(validation[1]))) + 1
     total_rows = int(os.environ["SCALETUNE_CHANNEL_TRAIN_TOTAL_ROWS"])
-    # Every worker takes as many steps each epoch (mirrored workers wait on each other).
-    steps_per_epoch = max(1, total_rows // workers // args.batch_size)
+    # An epoch sees every row once. Mirrored: each step takes a batch on every worker (and
+    # every worker as many steps, as they wait on each other). Parameter servers: a step is
+    # one batch on one worker, so the workers share the epoch's steps.
+    rows_per_step = args.batch_size * (1 if parameter_servers else workers)
+    steps_per_epoch = max(1, total_rows // rows_per_step)
 
     with strategy.scope():
         model = keras.Sequential(
@@ -147,7 +166,11 @@ def main() -> None:
         epochs=args.epochs,
         steps_per_epoch=steps_per_epoch,
         initial_epoch=restore(model),
-        callbacks=[ValidationAccuracy(validation[0], validation[1].astype("int64")), report],
+        callbacks=[
+            EpochTimer(steps_per_epoch),
+            ValidationAccuracy(validation[0], validation[1].astype("int64")),
+            report,
+        ],
         verbose=0,
     )
     weights = b"".join(np.asarray(w).tobytes() for w in model.get_weights())

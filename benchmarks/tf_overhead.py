@@ -1,0 +1,170 @@
+"""A TensorFlow MultiWorkerMirroredStrategy job under scaletune vs the same script launched by
+hand with the same kind of TF_CONFIGs, side by side (issue 18's goal: per-step time within
+1.05x).
+
+By hand: N processes started together, each with TF_CONFIG (worker i of N, free loopback
+ports) and its shard of MNIST's rows as scaletune would write it (`features.npy`,
+`labels.npy`), timed until the last exits. scaletune: `train` of
+`examples/tf-mirrored-mnist.toml` on a warm Session. Both runs print each epoch's time
+(`EpochTimer` in `examples/scripts/tf_mnist.py`): the per-step time is the median over epochs
+after the first (which traces the model) of the epoch's seconds / its steps. Runs alternate.
+
+    python -m benchmarks.tf_overhead [--repeats 3] [--epochs 4] [--workers 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks._report import MNIST_FOLDER, Paired, spread, write
+from scaletune.api import Session
+from scaletune.cluster import free_port
+from scaletune.data import load_channels
+from scaletune.data._table import shard_bounds
+from scaletune.spec import ShardingMode, load_training_spec
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+SCRIPT = EXAMPLES / "scripts" / "tf_mnist.py"
+EPOCH = re.compile(r"epoch (\d+) took ([0-9.]+) s for (\d+) steps")
+
+
+def per_step_seconds(output: str) -> float:
+    """The median per-step time over the epochs after the first."""
+    epochs = [(int(n), float(s) / int(steps)) for n, s, steps in EPOCH.findall(output)]
+    later = [seconds for number, seconds in epochs if number > 1]
+    if not later:
+        raise RuntimeError(f"no epoch times in the output: {output[-1000:]}")
+    return statistics.median(later)
+
+
+def write_shards(spec: object, folder: Path, workers: int) -> list[dict[str, str]]:
+    """Each rank's channel folders, as scaletune's script program writes them."""
+    tables = load_channels(spec)  # type: ignore[arg-type]
+    environments: list[dict[str, str]] = [{} for _ in range(workers)]
+    for name, table in tables.items():
+        sharded = spec.sharding(name) is ShardingMode.SHARDED  # type: ignore[attr-defined]
+        for rank in range(workers):
+            whole = (0, table.n_rows)
+            start, stop = shard_bounds(table.n_rows, workers, rank) if sharded else whole
+            channel = folder / f"rank-{rank}" / name.value
+            channel.mkdir(parents=True)
+            np.save(channel / "features.npy", table.features[start:stop])
+            np.save(channel / "labels.npy", table.labels[start:stop])
+            key = f"SCALETUNE_CHANNEL_{name.value.upper()}"
+            environments[rank][key] = str(channel)
+            environments[rank][f"{key}_TOTAL_ROWS"] = str(table.n_rows)
+    return environments
+
+
+def by_hand(
+    arguments: list[str], environments: list[dict[str, str]], folder: Path
+) -> tuple[float, str]:
+    addresses = [f"127.0.0.1:{free_port()}" for _ in environments]
+    started = time.monotonic()
+    processes = []
+    for rank, environment in enumerate(environments):
+        config = {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": rank}}
+        model = folder / f"model-{rank}"
+        model.mkdir(exist_ok=True)
+        processes.append(
+            subprocess.Popen(
+                [sys.executable, SCRIPT.name, *arguments],
+                cwd=SCRIPT.parent,
+                env=os.environ
+                | environment
+                | {"TF_CONFIG": json.dumps(config), "SCALETUNE_MODEL_DIR": str(model)},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
+    outputs = [process.communicate() for process in processes]
+    wall = time.monotonic() - started
+    if any(process.returncode for process in processes):
+        raise RuntimeError(f"by hand failed: {[o[1][-800:] for o in outputs]}")
+    return wall, outputs[0][0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    overrides = [
+        f"instance_count={args.workers}",
+        f"hyperparameters.epochs={args.epochs}",
+        "hyperparameters.checkpoint_every=0",  # by hand there is nowhere to save them
+        f"channels.train.dataset_file={MNIST_FOLDER}",
+        f"channels.validation.dataset_file={MNIST_FOLDER}",
+    ]
+    spec = load_training_spec(EXAMPLES / "tf-mirrored-mnist.toml", overrides)
+    arguments = [part for k, v in spec.hyperparameters.items() for part in (f"--{k}", str(v))]
+    steps_hand, steps_ours, wall_hand, wall_ours = [], [], [], []
+    with tempfile.TemporaryDirectory() as scratch, Session(Path(scratch) / "store.db") as session:
+        environments = write_shards(spec, Path(scratch) / "shards", args.workers)
+        for repeat in range(args.repeats):
+            wall, output = by_hand(arguments, environments, Path(scratch))
+            wall_hand.append(wall)
+            steps_hand.append(per_step_seconds(output))
+            record = session.controller.run(session.controller.prepare(spec))
+            if record.status.value != "Completed":
+                raise RuntimeError(f"scaletune's job: {record.failure_reason}")
+            wall_ours.append(record.wall_seconds or 0.0)
+            log = Path(record.log_dir or "", "worker-0.log").read_text()
+            steps_ours.append(per_step_seconds(log))
+            print(
+                f"repeat {repeat + 1}: per step by hand {steps_hand[-1] * 1000:.2f} ms, "
+                f"scaletune {steps_ours[-1] * 1000:.2f} ms",
+                flush=True,
+            )
+    step = Paired.of(steps_hand, steps_ours)
+    whole = Paired.of(wall_hand, wall_ours)
+    goal = "met" if step.ratio <= 1.05 else "not met"
+    rows = [
+        ["measure", "by hand: median (min–max)", "scaletune: median (min–max)", "ratio"],
+        [
+            "per step, ms",
+            spread(step.plain, 1000),
+            spread(step.ours, 1000),
+            f"{step.ratio:.3f} (goal ≤ 1.05: {goal})",
+        ],
+        ["whole run, s", spread(whole.plain), spread(whole.ours), f"{whole.ratio:.3f}"],
+        step.pairs_row(4),
+    ]
+    write(
+        "tf_overhead",
+        "TensorFlow MultiWorkerMirroredStrategy: scaletune vs launched by hand",
+        {
+            "workers": args.workers,
+            "epochs": args.epochs,
+            "repeats": args.repeats,
+            "per_step": step.results(),
+            "whole_run": whole.results(),
+        },
+        rows,
+        f"""
+{args.workers} workers on MNIST (55,000 training rows, {args.workers} shards; a 784-128-10 Keras
+MLP, batch 64 per worker), {args.epochs} epochs, {args.repeats} runs each way, alternating. Per
+step: each epoch's time over its steps, the first epoch left out (tracing), median over epochs,
+rank 0. The whole run by hand is from the first process's start to the last one's end; under
+scaletune it is the job's wall time on warm workers (the script's interpreter and TensorFlow's
+import are paid in both). scaletune's extra work while training runs is copying each worker's
+output to its log and parsing rank 0's report lines; the training loop is the script's own.
+""",
+    )
+
+
+if __name__ == "__main__":
+    main()
