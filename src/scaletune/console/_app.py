@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -22,22 +21,12 @@ from starlette.templating import Jinja2Templates
 
 from scaletune.console import _data, _live, _pages
 from scaletune.console._security import CSRF_FIELD, Access, AccessMiddleware
+from scaletune.console._state import ConsoleState, console_state
 from scaletune.errors import JobNotFoundError, ScaletuneError, StoreError
 from scaletune.store import Store
 from scaletune.views import STATIC_PACKAGE, template_environment
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
-
-
-@dataclass
-class ConsoleState:
-    """What every request handler shares (on `request.app.state.console`)."""
-
-    store: Store
-    access: Access
-    templates: Jinja2Templates
-    poll_seconds: float = 1.0  # how often live pages look for changes in the store
-    cache: _data.ChartCache = field(default_factory=_data.ChartCache)
 
 
 def create_app(
@@ -92,11 +81,6 @@ def create_app(
 
 def _warm_up() -> None:
     import optuna.importance  # noqa: F401
-
-
-def console_state(request: Request) -> ConsoleState:
-    state: ConsoleState = request.app.state.console
-    return state
 
 
 def _error_page(request: Request, status: int, title: str, message: str) -> Response:

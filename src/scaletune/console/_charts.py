@@ -58,15 +58,29 @@ def curves_chart(
     curves: Mapping[str, list[MetricPoint]],
 ) -> dict[str, Any]:
     """uPlot's columns: the steps, then one series per trial (None where it has no value)."""
-    steps = sorted({p.step for points in curves.values() for p in points})
-    at = {step: i for i, step in enumerate(steps)}
-    series = []
-    for row in shown:
-        values: list[float | None] = [None] * len(steps)
-        for point in curves.get(row.id, []):
-            values[at[point.step]] = point.value
-        series.append({"label": _trial_label(row), "status": row.status.value, "values": values})
+    by_trial = {row.id: [(p.step, p.value) for p in curves.get(row.id, [])] for row in shown}
+    steps, columns = aligned(by_trial)
+    series = [
+        {"label": _trial_label(row), "status": row.status.value, "values": columns[row.id]}
+        for row in shown
+    ]
     return {"metric": objective.metric, "steps": steps, "series": series, "rungs": rungs}
+
+
+def aligned(
+    lines: Mapping[str, Sequence[tuple[int, float]]],
+) -> tuple[list[int], dict[str, list[float | None]]]:
+    """Curves on one x axis, as uPlot draws them: every step any curve has, and each curve's
+    value at each (None where it has none)."""
+    steps = sorted({step for points in lines.values() for step, _ in points})
+    at = {step: i for i, step in enumerate(steps)}
+    columns: dict[str, list[float | None]] = {}
+    for key, points in lines.items():
+        values: list[float | None] = [None] * len(steps)
+        for step, value in points:
+            values[at[step]] = value
+        columns[key] = values
+    return steps, columns
 
 
 def stops_chart(objective: Objective, rows: Sequence[TrialRow]) -> dict[str, Any]:

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import csv
 import io
-import threading
-from collections.abc import Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -17,7 +15,8 @@ from starlette.routing import Route
 
 from scaletune.console import _charts
 from scaletune.console._importance import importance
-from scaletune.store import Store, TuningJobRecord
+from scaletune.console._state import console_state
+from scaletune.store import Store
 
 
 def routes() -> list[Route]:
@@ -30,38 +29,8 @@ def routes() -> list[Route]:
     ]
 
 
-class ChartCache:
-    """Values computed from a tuning job's trials, kept until the store changes."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._values: dict[tuple[str, str], tuple[str, Any]] = {}
-
-    def get(self, kind: str, store: Store, record: TuningJobRecord, make: Callable[[], Any]) -> Any:
-        # An ended job's trials no longer change; a running one's change with the store.
-        mark = (
-            f"ended@{record.end_time}"
-            if record.status.is_terminal
-            else store.browse.change_mark().token()
-        )
-        with self._lock:
-            cached = self._values.get((kind, record.id))
-        if cached is not None and cached[0] == mark:
-            return cached[1]
-        value = make()
-        with self._lock:
-            self._values[(kind, record.id)] = (mark, value)
-        return value
-
-
-def _state(request: Request) -> Any:
-    from scaletune.console._app import console_state
-
-    return console_state(request)
-
-
 def job_metrics(request: Request) -> Response:
-    store: Store = _state(request).store
+    store: Store = console_state(request).store
     job_id = request.path_params["job_id"]
     store.get_training_job(job_id)  # an unknown id is a 404
     return JSONResponse({"metrics": _series(store, job_id)})
@@ -80,7 +49,7 @@ def _series(store: Store, job_id: str) -> dict[str, dict[str, list[Any]]]:
 
 
 def tuning_charts(request: Request) -> Response:
-    state = _state(request)
+    state = console_state(request)
     store: Store = state.store
     record = store.get_tuning_job(request.path_params["tuning_id"])
 
@@ -102,7 +71,7 @@ def tuning_charts(request: Request) -> Response:
 
 
 def tuning_importance(request: Request) -> Response:
-    state = _state(request)
+    state = console_state(request)
     store: Store = state.store
     record = store.get_tuning_job(request.path_params["tuning_id"])
 
@@ -131,7 +100,7 @@ def tuning_importance(request: Request) -> Response:
 def compare_metrics(request: Request) -> Response:
     from scaletune.console._pages import compared_ids
 
-    store: Store = _state(request).store
+    store: Store = console_state(request).store
     ids = compared_ids(request)
     for job_id in ids:
         store.get_training_job(job_id)
@@ -139,17 +108,14 @@ def compare_metrics(request: Request) -> Response:
     names = sorted({name for series in per_job.values() for name in series})
     metrics = {}
     for name in names:
-        steps = sorted(
-            {s for series in per_job.values() for s in series.get(name, {}).get("steps", [])}
+        steps, columns = _charts.aligned(
+            {
+                job_id: list(zip(entry["steps"], entry["values"], strict=True))
+                for job_id, series in per_job.items()
+                for entry in [series.get(name, {"steps": [], "values": []})]
+            }
         )
-        at = {step: i for i, step in enumerate(steps)}
-        lines = []
-        for job_id, series in per_job.items():
-            values: list[float | None] = [None] * len(steps)
-            entry = series.get(name, {"steps": [], "values": []})
-            for step, value in zip(entry["steps"], entry["values"], strict=True):
-                values[at[step]] = value
-            lines.append({"label": job_id, "values": values})
+        lines = [{"label": job_id, "values": columns[job_id]} for job_id in per_job]
         metrics[name] = {"steps": steps, "series": lines}
     return JSONResponse({"jobs": ids, "metrics": metrics})
 
@@ -158,7 +124,7 @@ def trials_csv(request: Request) -> Response:
     """The analytics table (`tuning analytics --csv`'s columns), times as POSIX seconds."""
     from scaletune.tuning._summary import ANALYTICS_COLUMNS, analytics_rows
 
-    store: Store = _state(request).store
+    store: Store = console_state(request).store
     record = store.get_tuning_job(request.path_params["tuning_id"])
     columns = [*record.spec.get("ranges", {}), *ANALYTICS_COLUMNS]
     buffer = io.StringIO()

@@ -14,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from scaletune.console._state import console_state
 from scaletune.errors import StoreError
 
 RECONNECT_MILLISECONDS = 2000
@@ -21,8 +22,6 @@ KEEPALIVE_POLLS = 15  # a comment line this often keeps proxies from closing an 
 
 
 async def events(request: Request) -> Response:
-    from scaletune.console._app import console_state
-
     state = console_state(request)
 
     def mark() -> str:

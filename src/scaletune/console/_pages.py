@@ -15,6 +15,7 @@ from starlette.routing import Route
 
 from scaletune.console._logs import tail
 from scaletune.console._security import CSRF_FIELD
+from scaletune.console._state import console_state
 from scaletune.errors import InvalidInputError
 from scaletune.store import JobStatus, TrainingJobRecord, TrialOrder, TrialSortKey
 
@@ -38,15 +39,7 @@ def routes() -> list[Route]:
 
 
 def _render(request: Request, name: str, context: dict[str, Any]) -> Response:
-    from scaletune.console._app import console_state
-
     return console_state(request).templates.TemplateResponse(request, name, context)
-
-
-def _state(request: Request) -> Any:
-    from scaletune.console._app import console_state
-
-    return console_state(request)
 
 
 def _fragment(request: Request) -> bool:
@@ -57,7 +50,7 @@ def _fragment(request: Request) -> bool:
 
 
 def jobs_page(request: Request) -> Response:
-    state = _state(request)
+    state = console_state(request)
     query = request.query_params
     status = _status(query.get("status"))
     algorithm = query.get("algorithm") or None
@@ -91,7 +84,7 @@ def jobs_page(request: Request) -> Response:
 def job_page(request: Request) -> Response:
     from scaletune.diagnostics import critical_batch_advice
 
-    state = _state(request)
+    state = console_state(request)
     record = _reconciled(state, state.store.get_training_job(request.path_params["job_id"]))
     attempts = state.store.attempts.of(record.id)
     context = {
@@ -108,7 +101,7 @@ def job_page(request: Request) -> Response:
 
 
 def job_log(request: Request) -> Response:
-    state = _state(request)
+    state = console_state(request)
     record = state.store.get_training_job(request.path_params["job_id"])
     worker = int(request.path_params["worker"])
     if not 0 <= worker < record.instance_count:
@@ -125,7 +118,7 @@ def job_log(request: Request) -> Response:
 async def stop_job(request: Request) -> Response:
     from scaletune.training import request_job_stop
 
-    state = _state(request)
+    state = console_state(request)
     job_id = request.path_params["job_id"]
     await _check_csrf(request, state)
     outcome = await run_in_threadpool(
@@ -149,7 +142,7 @@ def _reconciled(state: Any, record: TrainingJobRecord) -> TrainingJobRecord:
 
 
 def tuning_list_page(request: Request) -> Response:
-    state = _state(request)
+    state = console_state(request)
     page = _page_number(request.query_params.get("page"))
     counts = state.store.browse.tuning_counts()
     total = sum(counts.values())
@@ -169,7 +162,7 @@ def tuning_page(request: Request) -> Response:
     from scaletune.spec._names import CLUSTER_SIZE
     from scaletune.tuning._summary import summarize
 
-    state = _state(request)
+    state = console_state(request)
     summary = summarize(state.store, request.path_params["tuning_id"])
     record = summary.record
     context = {
@@ -188,7 +181,7 @@ def tuning_page(request: Request) -> Response:
 
 
 def trials_table(request: Request) -> Response:
-    state = _state(request)
+    state = console_state(request)
     record = state.store.get_tuning_job(request.path_params["tuning_id"])
     return _render(
         request, "_trials_table.html", {"tuning": record, **_trials_context(state, request)}
@@ -250,7 +243,7 @@ def _trials_context(state: Any, request: Request) -> dict[str, Any]:
 async def stop_tuning(request: Request) -> Response:
     from scaletune.training import request_tuning_stop
 
-    state = _state(request)
+    state = console_state(request)
     tuning_id = request.path_params["tuning_id"]
     await _check_csrf(request, state)
     outcome = await run_in_threadpool(request_tuning_stop, state.store, tuning_id)
@@ -261,7 +254,7 @@ async def stop_tuning(request: Request) -> Response:
 
 
 def compare_page(request: Request) -> Response:
-    state = _state(request)
+    state = console_state(request)
     ids = compared_ids(request)
     jobs = [state.store.get_training_job(job_id) for job_id in ids]
     names = sorted({name for job in jobs for name in job.hyperparameters})
