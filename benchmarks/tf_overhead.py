@@ -23,13 +23,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import psutil
 
-from benchmarks._report import MNIST_FOLDER, Paired, spread, write
+from benchmarks._report import MNIST_FOLDER, Paired, spread, summary, write
 from scaletune.api import Session
-from scaletune.cluster import free_port
+from scaletune.cluster import Group, free_port
 from scaletune.data import load_channels
 from scaletune.data._table import shard_bounds
 from scaletune.spec import ShardingMode, load_training_spec
@@ -96,6 +98,21 @@ def by_hand(
     return wall, outputs[0][0]
 
 
+def _recorder(workers: list[tuple[psutil.Process, float]]) -> Callable[[Group], None]:
+    """Each started worker process with its CPU seconds so far."""
+
+    def record(group: Group) -> None:
+        workers.extend((process, _cpu(process)) for process in map(psutil.Process, group.pids))
+
+    return record
+
+
+def _cpu(process: psutil.Process) -> float:
+    """The worker process's own CPU seconds: not its children's (the script's)."""
+    times = process.cpu_times()
+    return float(times.user + times.system)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=3)
@@ -112,13 +129,21 @@ def main() -> None:
     spec = load_training_spec(EXAMPLES / "tf-mirrored-mnist.toml", overrides)
     arguments = [part for k, v in spec.hyperparameters.items() for part in (f"--{k}", str(v))]
     steps_hand, steps_ours, wall_hand, wall_ours = [], [], [], []
+    own_cpu: list[float] = []  # CPU seconds scaletune's own processes used in each run
     with tempfile.TemporaryDirectory() as scratch, Session(Path(scratch) / "store.db") as session:
         environments = write_shards(spec, Path(scratch) / "shards", args.workers)
         for repeat in range(args.repeats):
             wall, output = by_hand(arguments, environments, Path(scratch))
             wall_hand.append(wall)
             steps_hand.append(per_step_seconds(output))
-            record = session.controller.run(session.controller.prepare(spec))
+            workers: list[tuple[psutil.Process, float]] = []
+            cpu_before = time.process_time()  # this process: the controller, all its threads
+            record = session.controller.run(
+                session.controller.prepare(spec), on_started=_recorder(workers)
+            )
+            own_cpu.append(
+                time.process_time() - cpu_before + sum(_cpu(p) - start for p, start in workers)
+            )
             if record.status.value != "Completed":
                 raise RuntimeError(f"scaletune's job: {record.failure_reason}")
             wall_ours.append(record.wall_seconds or 0.0)
@@ -141,6 +166,13 @@ def main() -> None:
             f"{step.ratio:.3f} (goal ≤ 1.05: {goal})",
         ],
         ["whole run, s", spread(whole.plain), spread(whole.ours), f"{whole.ratio:.3f}"],
+        [
+            "CPU used by scaletune's own processes (controller, worker processes), s",
+            "",
+            spread(summary(own_cpu)),
+            f"{statistics.median(own_cpu) / (whole.ours['median'] * (os.cpu_count() or 1)):.1%}"
+            " of the machine over the run",
+        ],
         step.pairs_row(4),
     ]
     write(
@@ -152,6 +184,7 @@ def main() -> None:
             "repeats": args.repeats,
             "per_step": step.results(),
             "whole_run": whole.results(),
+            "scaletune_own_cpu_seconds": own_cpu,
         },
         rows,
         f"""
@@ -162,6 +195,8 @@ rank 0. The whole run by hand is from the first process's start to the last one'
 scaletune it is the job's wall time on warm workers (the script's interpreter and TensorFlow's
 import are paid in both). scaletune's extra work while training runs is copying each worker's
 output to its log and parsing rank 0's report lines; the training loop is the script's own.
+The CPU row is the control for that: the CPU seconds the controller (this process, all its
+threads) and the worker processes (not the scripts they start) used during each run.
 """,
     )
 
