@@ -158,3 +158,35 @@ def test_hyperband_stops_tensorflow_trials_on_the_scripts_metric(
     assert summary.job_counts["Failed"] == 0
     assert summary.job_counts["Stopped"] >= 1  # by Hyperband, on the callback's reports
     assert summary.record.best_objective is not None
+
+
+def test_a_mirrored_worker_killed_mid_fit_is_retried_from_its_keras_checkpoint(
+    session: Session, tmp_path: Path
+) -> None:
+    spec = _spec(tmp_path, "tf-mirrored-mnist.toml", "hyperparameters.epochs=60")
+    killed: list[int] = []
+
+    def kill_rank_1_after_three_epochs(group: Group) -> None:
+        if killed:
+            return  # the retry's group: left alone
+        worker = psutil.Process(group.pids[1])
+
+        def kill() -> None:
+            job_id = session.store.list_training_jobs()[0].id
+            wait_until(lambda: len(session.store.metrics(job_id, "validation:accuracy")) >= 3)
+            (script,) = worker.children()
+            script.kill()
+
+        killed.append(group.pids[1])
+        threading.Thread(target=kill, daemon=True).start()
+
+    record = _run(session, spec, on_started=kill_rank_1_after_three_epochs)
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    first, second = session.store.attempts.of(record.id)
+    assert first.retried and first.reason is not None
+    assert first.reason == "worker 1 failed: ScriptError: tf_mnist.py was killed by SIGKILL"
+    assert first.checkpoint_step is not None and first.checkpoint_step >= 3
+    assert second.resumed_from_step == first.checkpoint_step  # restore(model) -> initial_epoch
+    steps = [p.step for p in session.store.metrics(record.id, "validation:accuracy")]
+    assert steps == list(range(1, 61))  # each epoch once: none lost, none twice
+    assert record.final_metrics["validation:accuracy"] > FLOOR
