@@ -99,3 +99,15 @@ def test_a_script_job_under_parameter_server_needs_the_servers(tmp_path: Path) -
             digits_job("tf-mirrored-mnist.toml", tmp_path),
             ["algorithm=dnn", "distribution.parameter_servers=1"],
         )
+
+
+def test_a_tuning_job_of_parameter_server_trials_counts_every_task_for_its_warm_pool(
+    tmp_path: Path,
+) -> None:
+    from scaletune.spec import load_tuning_spec
+
+    spec = load_tuning_spec(
+        digits_job("tuning-tf-parameter-server-mnist.toml", tmp_path),
+        ["training.instance_count=3", "training.distribution.parameter_servers=2"],
+    )
+    assert (spec.max_instance_count, spec.max_task_count) == (3, 6)

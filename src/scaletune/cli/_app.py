@@ -80,7 +80,7 @@ def train(
         store,
         json_output,
         ray_address,
-        spec.instance_count * spec.cluster.cpus_per_worker,
+        spec.task_count * spec.cluster.cpus_per_worker,
     )
 
 
@@ -185,7 +185,7 @@ def jobs_resume(
     ray_address: RayAddressOption = None,
 ) -> None:
     """Continue a Stopped or Failed job from its latest checkpoint (same id, a new attempt)."""
-    from scaletune.spec import BackendName
+    from scaletune.spec import BackendName, training_spec_from_dict
     from scaletune.training import reconcile_orphan
 
     with open_store(store) as records:  # a job whose controller died is Failed from now on
@@ -197,7 +197,9 @@ def jobs_resume(
         store,
         json_output,
         ray_address,
-        record.instance_count * float(cluster.get("cpus_per_worker", 1.0)),
+        # the workers, and a parameter-server job's chief and servers
+        training_spec_from_dict(record.spec).task_count
+        * float(cluster.get("cpus_per_worker", 1.0)),
     )
 
 

@@ -118,7 +118,7 @@ def tuning_resume(
 def _backend(spec: TuningJobSpec, ray_address: str | None) -> Backend:
     """The backend its trials ask for; a Ray instance started here fits all that run at once."""
     cluster = spec.training.cluster
-    cpus = spec.max_parallel_jobs * spec.max_instance_count * cluster.cpus_per_worker
+    cpus = spec.max_parallel_jobs * spec.max_task_count * cluster.cpus_per_worker
     return open_backend(cluster.backend, ray_address, cpus)
 
 

@@ -223,6 +223,12 @@ class TuningJobSpec(_Frozen):
             return self.training.instance_count
         return max(_cluster_sizes(sizes))
 
+    @property
+    def max_task_count(self) -> int:
+        """The most processes one trial runs: its workers, and a parameter-server job's
+        chief and servers (TensorFlow)."""
+        return self.max_instance_count + self.training.task_count - self.training.instance_count
+
 
 def _cluster_sizes(parameter: Range) -> list[int]:
     values = _extremes(parameter)

@@ -260,7 +260,7 @@ class _Run:
         return value, resource
 
     def run(self) -> TuningJobRecord:
-        self.runner.ensure_capacity(self.spec.max_parallel_jobs * self.spec.max_instance_count)
+        self.runner.ensure_capacity(self.spec.max_parallel_jobs * self.spec.max_task_count)
         clock = self.tuner.clock
         # A resumed job keeps its first start: its wall time spans the interruption.
         start = self.store.get_tuning_job(self.id).start_time or clock.time()
