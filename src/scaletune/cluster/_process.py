@@ -30,6 +30,7 @@ from scaletune.worker import (
     WorkerContext,
     WorkerEvent,
     WorkerTask,
+    remember_environment,
 )
 
 PARENT_CHECK_SECONDS = 0.5
@@ -40,6 +41,7 @@ def serve(conn: Connection, parent_pid: int) -> None:
     # Ctrl-C reaches the whole process group; the controller decides what happens to workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _exit_with_parent(parent_pid)
+    remember_environment()  # before the preloaded modules change it
     sys_path, preload = conn.recv()
     sys.path[:] = list(sys_path)  # task programs are pickled by reference to their module
     for module in preload:

@@ -35,7 +35,15 @@ from scaletune.errors import (
     WorkerStartError,
 )
 from scaletune.spec import BackendName, ClusterSpec, Placement
-from scaletune.worker import Exited, Failed, Finished, LogOutput, WorkerEvent, WorkerTask
+from scaletune.worker import (
+    Exited,
+    Failed,
+    Finished,
+    LogOutput,
+    WorkerEvent,
+    WorkerTask,
+    remember_environment,
+)
 
 DEFAULT_PRELOAD = ("numpy", "pandas", "xgboost", "scaletune.algorithms")
 DRAIN_WAIT_SECONDS = 1.0  # a poll waits this long at most for an actor that does not answer
@@ -81,6 +89,7 @@ class _Worker:
     output stream back while the task runs, and a stop reaches it on whatever node it is."""
 
     def __init__(self, sys_path: list[str], preload: tuple[str, ...]) -> None:
+        remember_environment()  # before the preloaded modules change it
         sys.path[:] = sys_path  # task programs are pickled by reference to their module
         for module in preload:
             importlib.import_module(module)

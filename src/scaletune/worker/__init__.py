@@ -1,6 +1,7 @@
 """What runs inside each worker process. Imports nothing of training, store or cli."""
 
 from scaletune.worker._checkpointing import WorkerCheckpoints
+from scaletune.worker._environment import inherited_environment, remember_environment
 from scaletune.worker._messages import (
     CheckpointSaved,
     Exited,
@@ -36,4 +37,6 @@ __all__ = [
     "WorkerEvent",
     "WorkerProgram",
     "WorkerTask",
+    "inherited_environment",
+    "remember_environment",
 ]

@@ -33,7 +33,7 @@ from scaletune.reporting import (
     REPORT_PREFIX,
 )
 from scaletune.spec import MetricDefinition, ScriptSpec, TaskKind, TaskRole, task_role
-from scaletune.worker import WorkerContext
+from scaletune.worker import WorkerContext, inherited_environment
 
 STOP_GRACE_SECONDS = 3.0  # after SIGTERM, before SIGKILL (the controller waits longer)
 STDERR_TAIL_LINES = 20
@@ -152,7 +152,7 @@ def _die_with_parent() -> None:
 def _environment(ctx: WorkerContext, script: ScriptSpec, folder: Path) -> dict[str, str]:
     task = ctx.task
     rendezvous = task.rendezvous
-    environment = dict(os.environ)
+    environment = inherited_environment()  # not what scaletune's own imports set
     environment.update(
         {
             # torch.distributed (init_method="env://"), torchrun-style scripts.
