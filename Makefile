@@ -55,7 +55,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.fault_injection
 	$(BIN)/python -m benchmarks.store_scale
 	$(BIN)/python -m benchmarks.store_round_trips
-	$(BIN)/python -m benchmarks.console_pages --screenshots docs/console
+	$(BIN)/python -m benchmarks.console_pages --sizes 1000 10000 100000 --screenshots docs/console
 
 $(BENCH_STAMP): pyproject.toml $(BENCH_REQUIREMENTS) $(BENCH_CONSTRAINTS)
 	$(PYTHON) -m venv $(BENCH_VENV)
