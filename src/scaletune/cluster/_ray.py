@@ -3,6 +3,8 @@ running the very same worker programs as a local worker process. Ray only places
 world size and rendezvous come from the controller as for the local backend.
 
 Ray is imported only here, and only when a RayBackend is made (pip install 'scaletune[ray]').
+Past 400 lines on purpose: the backend, its actor class and its group share the placement
+groups' life and Ray's handles; apart, each would reach into the others' private state.
 """
 
 from __future__ import annotations
