@@ -148,30 +148,29 @@ def test_a_report_shows_within_3_s_and_the_page_survives_a_dropped_connection(
         assert page.is_hidden("#banner")
 
 
+def _scaletune(command: str, example: str, store: str, *overrides: str) -> Any:
+    """`scaletune train|tune EXAMPLE --json` on the store, in a process of its own."""
+    settings = [part for override in overrides for part in ("--set", override)]
+    job = [command, str(EXAMPLES / example), "--store", store, "--json", *settings]
+    return subprocess.Popen(
+        [sys.executable, "-m", "scaletune", *job],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def test_the_stop_button_stops_a_real_running_job(
     page: Any, stored: tuple[str, Store, TuningJobRecord]
 ) -> None:
     url, store, _ = stored
-    train = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "scaletune",
-            "train",
-            str(EXAMPLES / "script-print.toml"),
-            "--store",
-            url,
-            "--json",
-            "--set",
-            "instance_count=2",
-            "--set",
-            "hyperparameters.epochs=3000",
-            "--set",
-            "hyperparameters.seconds=0.05",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    train = _scaletune(
+        "train",
+        "script-print.toml",
+        url,
+        "instance_count=2",
+        "hyperparameters.epochs=3000",
+        "hyperparameters.seconds=0.05",
     )
     try:
 
@@ -208,23 +207,8 @@ def test_the_stop_button_stops_a_real_running_tuning_job(
     page: Any, stored: tuple[str, Store, TuningJobRecord]
 ) -> None:
     url, store, simulated = stored
-    tune = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "scaletune",
-            "tune",
-            str(EXAMPLES / "tuning-script-print.toml"),
-            "--store",
-            url,
-            "--json",
-            "--set",
-            "training.hyperparameters.seconds=2",  # trials far from done when Stop comes
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    # Trials far from done when Stop comes.
+    tune = _scaletune("tune", "tuning-script-print.toml", url, "training.hyperparameters.seconds=2")
     try:
 
         def trials_report() -> bool:
