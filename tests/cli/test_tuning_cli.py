@@ -77,6 +77,12 @@ def test_tune_show_analytics_and_list(
         ("max_parallel_jobs=9", "max_parallel_jobs=9 is more than max_jobs=4"),
         ("early_stopping=Auto", "Hyperband stops poor jobs itself"),
         ("objective_metric=validation:error", "is never reported by this job"),
+        ("constraints=['validation:auc > 0.5']", "'validation:auc > 0.5' is not a constraint"),
+        (
+            "objectives=[{metric='validation:auc',type='Maximize'},"
+            "{metric='dollars',type='Minimize'}]",
+            "objectives: 'dollars' is neither reported by this job",
+        ),
     ],
 )
 def test_bad_tuning_jobs_exit_2_and_start_nothing(
@@ -157,3 +163,23 @@ def test_replay_runs_a_stored_tuning_job_again_with_another_strategy(
     assert "max_jobs" in err and len(err.strip().splitlines()) == 1
     code, _, err = _cli(capsys, "tuning", "replay", "nope")
     assert code == 2 and "nope" in err
+
+
+def test_tuning_show_prints_the_pareto_front_and_the_target(
+    store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from scaletune.api import Session
+    from tests.tuning.test_tradeoffs import _grid, _run
+
+    with Session(store_path) as session:
+        tuning_id = _run(session.store, _grid(target_objective=0.7, max_parallel_jobs=9))
+    code, out, _ = _cli(capsys, "tuning", "show", tuning_id, "--json")
+    assert code == 0
+    shown = json.loads(out)
+    assert [p["instance_count"] for p in shown["pareto_front"]] == [1, 2, 3]
+    assert shown["target"]["cheapest"]["instance_count"] == 1
+    code, out, _ = _cli(capsys, "tuning", "show", tuning_id)
+    assert code == 0
+    assert "maximize accuracy, minimize billable_seconds" in out
+    assert "Pareto front: 3 completed trial(s)" in out
+    assert "target accuracy 0.7" in out and "cheapest" in out and "fastest" in out

@@ -153,3 +153,25 @@ def test_workers_of_one_machine_are_counted_by_machine_not_by_process() -> None:
     assert attempt.placement is None  # not placed yet
     placed = dataclasses.replace(attempt, workers=("box pid 11", "box pid 12", "other pid 13"))
     assert placed.placement == "2 on box, 1 on other"
+
+
+def test_the_tuning_page_shows_the_pareto_front_and_the_target(store: Store) -> None:
+    from tests.tuning.test_tradeoffs import _grid, _run
+
+    tuning_id = _run(store, _grid(target_objective=0.7, constraints=["wall_seconds <= 6"]))
+    page = client(store).get(f"/tuning/{tuning_id}").text
+    front = page.split('id="pareto-front"')[1].split("</table>")[0]
+    assert "2 completed trial(s) no other beats on every objective" in front
+    assert "meet 1 constraint(s)" in front
+    assert front.count("<tr>") == 3  # the header, then 2 workers and 3 workers at x = 0.8
+    assert f'href="/jobs/{tuning_id}-007"' in front and f'href="/jobs/{tuning_id}-008"' in front
+    target = page.split('id="target"')[1].split("</div>")[0]
+    assert "reached by 2 trial(s)" in target  # x = 0.8 on 2 or 3 workers (1 is infeasible)
+    assert "cheapest" in target and "fastest" in target
+    rows = list(
+        csv.DictReader(io.StringIO(client(store).get(f"/tuning/{tuning_id}/trials.csv").text))
+    )
+    assert sorted(r["TrainingJobName"][-3:] for r in rows if r["ParetoFront"] == "True") == [
+        "007",
+        "008",
+    ]

@@ -38,3 +38,36 @@ def test_a_large_tuning_jobs_report_shows_the_best_and_files_them_all(
     assert (tmp_path / "report" / "analytics.csv").read_text() == report.files["analytics.csv"]
     assert (tmp_path / "report" / "tuning-trials.png").read_bytes().startswith(b"\x89PNG")
     assert "The 10 best of 30" in page.read_text()
+
+
+def test_a_multi_objective_report_has_its_front_target_and_picture(tmp_path: Path) -> None:
+    from scaletune.tuning import trial_marks
+    from tests.tuning.test_tradeoffs import _grid, _run
+
+    with Store(f"sqlite:///{tmp_path / 's.db'}") as store:
+        tuning_id = _run(store, _grid(target_objective=0.7, max_parallel_jobs=9))
+        summary = summarize(store, tuning_id)
+        trials = store.trials.rows(tuning_id)
+        curves = store.trials.curves(tuning_id, "accuracy")
+        marks = trial_marks(store, summary.record)
+    report = tuning_job_report(summary, trials, curves, marks)
+    tables = {title: (rows, note) for title, rows, note in report.tables}
+    front, note = tables["Pareto front"]
+    assert front[0][:5] == [
+        "training job",
+        "workers",
+        "accuracy",
+        "billable_seconds",
+        "wall_seconds",
+    ]
+    assert [row[1] for row in front[1:]] == ["1", "2", "3"]
+    assert note == "3 completed trials that no other beats on every objective."
+    target, note = tables["Target"]
+    assert [row[:3] for row in target[1:]] == [
+        ["cheapest", f"{tuning_id}-006", "1"],
+        ["fastest", f"{tuning_id}-008", "3"],
+    ]
+    analytics = list(csv.DictReader(io.StringIO(report.files["analytics.csv"])))
+    assert sum(row["ParetoFront"] == "True" for row in analytics) == 3
+    report.write(tmp_path / "report")
+    assert (tmp_path / "report" / "pareto-front.png").read_bytes().startswith(b"\x89PNG")

@@ -126,3 +126,65 @@ def test_bracket_draws_follow_hyperband_weights() -> None:
 def test_bad_settings(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         HyperbandScheduler(ObjectiveType.MAXIMIZE, **kwargs)
+
+
+def _two_objectives(**kwargs: Any) -> HyperbandScheduler:
+    from scaletune.tuning._pareto import Direction
+
+    settings: dict[str, Any] = {"seed": 0, **kwargs}
+    return HyperbandScheduler(
+        ObjectiveType.MAXIMIZE,
+        min_resource=1,
+        max_resource=9,
+        eta=3,
+        brackets=1,
+        objectives=[Direction("accuracy", True), Direction("billable_seconds", False)],
+        **settings,
+    )
+
+
+def test_with_two_objectives_a_point_that_beats_the_rung_on_both_goes_on() -> None:
+    hyperband = _two_objectives()
+    for trial, point in enumerate([(0.5, 10.0), (0.6, 12.0), (0.4, 8.0), (0.55, 11.0)]):
+        hyperband.on_report(trial, 1, point[0], [point[1]])
+    # Whatever its trade-off, a point better than all others on both is at distance 0.
+    assert hyperband.on_report(4, 1, 0.9, [5.0]).decision is Decision.CONTINUE
+
+
+def test_with_two_objectives_a_point_beaten_on_both_by_every_other_is_stopped() -> None:
+    hyperband = _two_objectives()
+    for trial, point in enumerate([(0.5, 10.0), (0.6, 12.0), (0.4, 8.0), (0.55, 11.0)]):
+        hyperband.on_report(trial, 1, point[0], [point[1]])
+    verdict = hyperband.on_report(4, 1, 0.1, [20.0])
+    assert verdict.decision is Decision.STOP
+    assert "rung 1" in (verdict.reason or "")
+
+
+def test_with_two_objectives_the_cheap_end_and_the_good_end_can_both_survive() -> None:
+    # A rung of two trade-offs: which of the extremes goes on depends on each trial's own
+    # weights, so over many trials both the cheap and the accurate end keep survivors.
+    survivors = {"cheap": 0, "accurate": 0}
+    for trial in range(0, 300, 3):
+        hyperband = _two_objectives(seed=trial)
+        hyperband.on_report(trial, 1, 0.5, [10.0])
+        hyperband.on_report(trial + 1, 1, 0.5, [10.0])
+        cheap = hyperband.on_report(trial + 2, 1, 0.2, [2.0]).decision is Decision.CONTINUE
+        survivors["cheap"] += cheap
+        hyperband = _two_objectives(seed=trial)
+        hyperband.on_report(trial, 1, 0.5, [10.0])
+        hyperband.on_report(trial + 1, 1, 0.5, [10.0])
+        accurate = hyperband.on_report(trial + 2, 1, 0.9, [30.0]).decision is Decision.CONTINUE
+        survivors["accurate"] += accurate
+    assert survivors["cheap"] > 10 and survivors["accurate"] > 10
+
+
+def test_with_two_objectives_a_paused_trial_is_promoted_by_its_own_trade_off() -> None:
+    from scaletune.spec import HyperbandType
+
+    hyperband = _two_objectives(kind=HyperbandType.PROMOTION)
+    assert hyperband.on_report(0, 1, 0.5, [10.0]).decision is Decision.CONTINUE
+    assert hyperband.on_report(1, 1, 0.1, [20.0]).decision is Decision.PAUSE
+    assert hyperband.promote() is None
+    for trial in range(2, 6):  # worse on both than the paused one: it ranks now
+        hyperband.on_report(trial, 1, 0.05, [25.0])
+    assert hyperband.promote() == 1

@@ -148,3 +148,38 @@ def test_priors_inform_without_taking_trial_numbers() -> None:
     assert suggestion is not None
     assert suggestion.number == 1
     assert not GridSearcher({"d": IntegerRange(min_value=1, max_value=2)}).add_prior({"d": 1}, 0.5)
+
+
+def test_several_objectives_are_told_to_optuna_with_their_constraints() -> None:
+    ranges = {"x": ContinuousRange(min_value=0, max_value=1)}
+    searcher = bayesian_searcher(
+        ranges,
+        ObjectiveType.MAXIMIZE,
+        seed=0,
+        objectives=[ObjectiveType.MAXIMIZE, ObjectiveType.MINIMIZE],
+    )
+    first, second, third, fourth = (searcher.suggest() for _ in range(4))
+    searcher.observe(first.number, 0.9, others=(12.0,), violations=(0.0,))
+    searcher.observe(second.number, 0.7, others=(3.0,), violations=(2.5,))
+    searcher.observe(third.number, 0.5, stopped_early=True, resource=1, others=(1.0,))
+    searcher.observe(fourth.number, 0.6)  # completed, but its cost never recorded
+    study = searcher._study
+    assert [t.state.name for t in study.trials] == ["COMPLETE", "COMPLETE", "PRUNED", "FAIL"]
+    assert [t.values for t in study.trials[:2]] == [[0.9, 12.0], [0.7, 3.0]]
+    assert [t.constraints for t in study.trials[:2]] == [{"c0": 0.0}, {"c0": 2.5}]
+    assert not searcher.add_prior({"x": 0.5}, 0.8)  # one value is not a point of two
+
+
+def test_a_restored_multi_objective_trial_keeps_its_values() -> None:
+    from scaletune.tuning._searchers import nsga2_searcher
+
+    ranges = {"x": ContinuousRange(min_value=0, max_value=1)}
+    directions = [ObjectiveType.MAXIMIZE, ObjectiveType.MINIMIZE]
+    searcher = nsga2_searcher(
+        ranges, ObjectiveType.MAXIMIZE, seed=0, objectives=directions, population_size=4
+    )
+    for number in range(6):
+        searcher.restore(number, {"x": number / 10}, 0.1 * number, others=(float(number),))
+    study = searcher._study
+    assert [t.values for t in study.trials] == [[0.1 * n, float(n)] for n in range(6)]
+    assert searcher.suggest().number == 6  # NSGA-II breeds from the restored generation

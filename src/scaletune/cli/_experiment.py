@@ -168,14 +168,15 @@ def report(
 ) -> None:
     """Write the HTML report (tables, pictures, configuration) of a stored tuning job."""
     from scaletune.experiment import tuning_job_report
-    from scaletune.tuning import summarize
+    from scaletune.tuning import summarize, trial_marks
 
     with open_store(store) as records:
         summary = summarize(records, tuning_job_id)
         metric = str(summary.record.spec.get("objective_metric"))
         trials = records.trials.rows(tuning_job_id)
         curves = records.trials.curves(tuning_job_id, metric)
-    document = tuning_job_report(summary, trials, curves)
+        marks = trial_marks(records, summary.record)
+    document = tuning_job_report(summary, trials, curves, marks)
     document.command = _command_line()
     page = document.write(out_dir or Path("scaletune-results") / f"tuning-{tuning_job_id}")
     show_report(document)

@@ -24,6 +24,7 @@ from scaletune.cli._options import (
     out,
 )
 from scaletune.cli._render import print_json, print_table
+from scaletune.spec._names import CLUSTER_SIZE
 from scaletune.store import JobStatus
 
 if TYPE_CHECKING:  # the tuner and the training stack load only in the commands that run jobs
@@ -34,10 +35,10 @@ if TYPE_CHECKING:  # the tuner and the training stack load only in the commands 
     from scaletune.tuning import TuningController, TuningSummary
 
 
-def _summarize(store: Store, tuning_id: str) -> TuningSummary:
+def _summarize(store: Store, tuning_id: str, *, trade_offs: bool = True) -> TuningSummary:
     from scaletune.tuning import summarize  # SQL aggregates: no tuner, no training stack
 
-    return summarize(store, tuning_id)
+    return summarize(store, tuning_id, trade_offs=trade_offs)
 
 
 tuning_app = typer.Typer(no_args_is_help=True, help="Look at and stop tuning jobs.")
@@ -209,7 +210,8 @@ def tuning_list(
     """List tuning jobs, newest first."""
     with open_store(store) as records:
         summaries = [
-            _summarize(records, record.id) for record in records.list_tuning_jobs(limit=limit)
+            _summarize(records, record.id, trade_offs=False)
+            for record in records.list_tuning_jobs(limit=limit)
         ]
     if json_output:
         print_json([summary.to_json_dict() for summary in summaries])
@@ -283,6 +285,13 @@ def _show(summary: TuningSummary, json_output: bool) -> None:
     if data["failure_reason"]:
         table.add_row("reason", data["failure_reason"])
     table.add_row("strategy", data["strategy"])
+    if len(data["objectives"]) > 1:
+        table.add_row(
+            "objectives",
+            ", ".join(f"{o['type'].lower()} {o['metric']}" for o in data["objectives"]),
+        )
+    if data["constraints"]:
+        table.add_row("constraints", "; ".join(data["constraints"]))
     counts = ", ".join(f"{n} {status}" for status, n in data["job_counts"].items() if n)
     table.add_row("jobs", counts or "none")
     if data["waiting_for_room"]:
@@ -306,4 +315,41 @@ def _show(summary: TuningSummary, json_output: bool) -> None:
             f"{data['wall_seconds']:.1f} s (one after another: "
             f"{data['sequential_wall_seconds']:.1f} s)",
         )
+    target = summary.target
+    if target is not None:
+        table.add_row(
+            f"target {target.metric} {target.target:g}",
+            f"reached by {target.reached} trial(s)" if target.reached else "not reached",
+        )
+        for label, point in (("cheapest", target.cheapest), ("fastest", target.fastest)):
+            if point is not None:
+                table.add_row(
+                    f"  {label}",
+                    f"{point.job_id} on {point.instance_count} worker(s): "
+                    f"{point.values.get('billable_seconds', 0):.1f} worker-seconds, "
+                    f"{point.values.get('wall_seconds', 0):.1f} s",
+                )
     out.print(table)
+    if summary.pareto_front is not None:
+        _show_front(summary)
+
+
+def _show_front(summary: TuningSummary) -> None:
+    front = summary.pareto_front or []
+    names = [str(o["metric"]) for o in summary.record.spec.get("objectives", [])]
+    tuned = [n for n in summary.record.spec.get("ranges", {}) if n != CLUSTER_SIZE]
+    print_table(
+        out,
+        ["trial", "workers", *names, *tuned],
+        (
+            [
+                str(point.trial_number),
+                str(point.instance_count),
+                *(f"{point.values[n]:.6g}" if n in point.values else "-" for n in names),
+                *(str(point.hyperparameters.get(n)) for n in tuned),
+            ]
+            for point in front
+        ),
+        title=f"Pareto front: {len(front)} completed trial(s) no other beats on every objective",
+        right=["trial", "workers", *names],
+    )

@@ -122,7 +122,7 @@ def compare_metrics(request: Request) -> Response:
 
 def trials_csv(request: Request) -> Response:
     """The analytics table (`tuning analytics --csv`'s columns), times as POSIX seconds."""
-    from scaletune.tuning._summary import ANALYTICS_COLUMNS, analytics_rows
+    from scaletune.tuning._summary import ANALYTICS_COLUMNS, analytics_rows, trial_marks
 
     store: Store = console_state(request).store
     record = store.get_tuning_job(request.path_params["tuning_id"])
@@ -130,7 +130,9 @@ def trials_csv(request: Request) -> Response:
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
-    writer.writerows(analytics_rows(record, store.trials.rows(record.id)))
+    writer.writerows(
+        analytics_rows(record, store.trials.rows(record.id), trial_marks(store, record))
+    )
     return Response(
         buffer.getvalue(),
         media_type="text/csv",

@@ -17,8 +17,9 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from scaletune.spec._names import CLUSTER_SIZE
 from scaletune.store import MetricPoint, TrainingJobRecord, TrialRow
-from scaletune.tuning import ANALYTICS_COLUMNS, TuningSummary, analytics_rows
+from scaletune.tuning import ANALYTICS_COLUMNS, TrialMarks, TuningSummary, analytics_rows
 
 from . import _figures as figures
 from ._runner import ExperimentResult, StaticRun
@@ -460,10 +461,12 @@ def tuning_job_report(
     summary: TuningSummary,
     trials: Sequence[TrialRow],
     curves: Mapping[str, Sequence[MetricPoint]],
+    marks: TrialMarks | None = None,
 ) -> Report:
     """The report for any stored tuning job (`scaletune report ID`): every trial in
     analytics.csv and the pictures; on the page, every trial too, or the best
-    `TABLE_ROWS` of a large job."""
+    `TABLE_ROWS` of a large job; with several objectives its Pareto front, with a target
+    the cheapest and fastest trials that reached it."""
     record = summary.record
     spec = record.spec
     metric = str(spec.get("objective_metric"))
@@ -507,7 +510,8 @@ def tuning_job_report(
             "",
         )
     )
-    analytics = analytics_rows(record, list(trials))
+    report.tables += _trade_off_tables(summary)
+    analytics = analytics_rows(record, list(trials), marks)
     report.files["analytics.csv"] = _csv(analytics, [*spec.get("ranges", {}), *ANALYTICS_COLUMNS])
     shown, note = analytics, "Every training job is in analytics.csv."
     if len(analytics) > TABLE_ROWS:
@@ -538,6 +542,60 @@ def tuning_job_report(
             figures.cost_against_quality({record.strategy: trials}, metric, None, maximize),
         ),
     ]
+    if summary.pareto_front:
+        objectives = [str(o["metric"]) for o in spec.get("objectives", [])]
+        report.pictures.append(
+            (
+                "pareto-front.png",
+                f"{objectives[0]} against {objectives[1]}: the Pareto front (each point "
+                "labelled with its workers), and the other completed trials.",
+                figures.pareto_front(summary.pareto_front, trials, objectives[:2], maximize),
+            )
+        )
     report.configuration = {"tuning_job": spec, "environment": environment()}
     report.data = {"summary": _tuning(summary, trials)}
     return report
+
+
+def _trade_off_tables(summary: TuningSummary) -> list[tuple[str, list[list[str]], str]]:
+    """The Pareto front, and who reached the target at least cost and soonest."""
+    tables = []
+    tuned = [n for n in summary.record.spec.get("ranges", {}) if n != CLUSTER_SIZE]
+    if summary.pareto_front is not None:
+        names = [str(o["metric"]) for o in summary.record.spec.get("objectives", [])]
+        header = ["training job", "workers", *names, *tuned]
+        rows = [
+            [
+                point.job_id,
+                str(point.instance_count),
+                *(_number(point.values.get(name)) for name in names),
+                *(_cell(point.hyperparameters.get(name)) for name in tuned),
+            ]
+            for point in summary.pareto_front
+        ]
+        constraints = summary.record.spec.get("constraints") or []
+        note = f"{len(rows)} completed trials that no other beats on every objective" + (
+            ", among those that meet the constraints." if constraints else "."
+        )
+        tables.append(("Pareto front", [header, *rows], note))
+    if summary.target is not None:
+        target = summary.target
+        header = ["choice", "training job", "workers", "billable worker-seconds", "wall seconds"]
+        rows = [
+            [
+                label,
+                point.job_id,
+                str(point.instance_count),
+                _number(point.values.get("billable_seconds")),
+                _number(point.values.get("wall_seconds")),
+            ]
+            for label, point in (("cheapest", target.cheapest), ("fastest", target.fastest))
+            if point is not None
+        ]
+        note = (
+            f"{target.reached} trials reached {target.metric} = {target.target:g}."
+            if target.reached
+            else f"No trial reached {target.metric} = {target.target:g}."
+        )
+        tables.append(("Target", [header, *rows], note))
+    return tables

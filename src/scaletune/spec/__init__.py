@@ -16,6 +16,13 @@ if TYPE_CHECKING:
         training_spec_from_dict,
         tuning_spec_from_dict,
     )
+    from scaletune.spec._objectives import (
+        BILLABLE_SECONDS,
+        COST_METRICS,
+        WALL_SECONDS,
+        ConstraintSpec,
+        ObjectiveSpec,
+    )
     from scaletune.spec._ranges import (
         CategoricalRange,
         ContinuousRange,
@@ -69,6 +76,11 @@ _WHERE = {
     "parse_value": "_loader",
     "training_spec_from_dict": "_loader",
     "tuning_spec_from_dict": "_loader",
+    "BILLABLE_SECONDS": "_objectives",
+    "COST_METRICS": "_objectives",
+    "WALL_SECONDS": "_objectives",
+    "ConstraintSpec": "_objectives",
+    "ObjectiveSpec": "_objectives",
     "CategoricalRange": "_ranges",
     "ContinuousRange": "_ranges",
     "IntegerRange": "_ranges",
@@ -110,7 +122,10 @@ _WHERE = {
 }
 __getattr__ = lazy_names(__name__, _WHERE)
 __all__ = [
+    "BILLABLE_SECONDS",
+    "COST_METRICS",
     "DEFAULT_COLLECTIVE_TIMEOUT_SECONDS",
+    "WALL_SECONDS",
     "AlgorithmName",
     "BackendName",
     "BuiltinDataset",
@@ -119,6 +134,7 @@ __all__ = [
     "ChannelSpec",
     "CheckpointSpec",
     "ClusterSpec",
+    "ConstraintSpec",
     "ContinuousRange",
     "DataUrl",
     "DistributionSpec",
@@ -130,6 +146,7 @@ __all__ = [
     "IntegerRange",
     "Location",
     "MetricDefinition",
+    "ObjectiveSpec",
     "ObjectiveType",
     "ParameterRange",
     "Placement",

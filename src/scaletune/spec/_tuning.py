@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
 from scaletune.errors import InvalidInputError
 from scaletune.spec._names import CLUSTER_SIZE
+from scaletune.spec._objectives import COST_METRICS, ConstraintSpec, ObjectiveSpec
 from scaletune.spec._ranges import (
     CategoricalRange,
     ContinuousRange,
@@ -27,6 +28,7 @@ class Strategy(StrEnum):
     GRID = "Grid"
     BAYESIAN = "Bayesian"
     HYPERBAND = "Hyperband"
+    NSGA_II = "NSGA-II"  # a genetic search over several objectives (Optuna's NSGAIISampler)
 
 
 class EarlyStopping(StrEnum):
@@ -96,8 +98,15 @@ class WarmStartSpec(_Frozen):
 
 class TuningJobSpec(_Frozen):
     name: str | None = None
+    # The objective (with `objectives`: the first of them, which Hyperband judges at each
+    # step, and which names the best trial).
     objective_metric: str
     objective_type: ObjectiveType = ObjectiveType.MAXIMIZE
+    # Several objectives at once (a reported metric, billable_seconds, wall_seconds): the
+    # search looks for their Pareto front.
+    objectives: list[ObjectiveSpec] = Field(default_factory=list, max_length=4)
+    # Final values a trial must meet to count: to be best, to be on the front, to be reached.
+    constraints: list[ConstraintSpec] = Field(default_factory=list, max_length=8)
     strategy: Strategy = Strategy.BAYESIAN
     hyperband: HyperbandSpec | None = None
     early_stopping: EarlyStopping = EarlyStopping.OFF
@@ -122,8 +131,36 @@ class TuningJobSpec(_Frozen):
     warm_start: WarmStartSpec | None = None
     training: TrainingJobSpec
 
+    @model_validator(mode="before")
+    @classmethod
+    def _primary_from_objectives(cls, raw: Any) -> Any:
+        """With `objectives` and no `objective_metric`, the first objective is the primary."""
+        if not isinstance(raw, Mapping) or "objective_metric" in raw:
+            return raw
+        objectives = raw.get("objectives")
+        if isinstance(objectives, list) and objectives and isinstance(objectives[0], Mapping):
+            first = objectives[0]
+            return {
+                **raw,
+                "objective_metric": first.get("metric"),
+                "objective_type": first.get("type", ObjectiveType.MAXIMIZE.value),
+            }
+        return raw
+
+    @property
+    def all_objectives(self) -> list[ObjectiveSpec]:
+        """Every objective, the primary first (one, unless `objectives` names more)."""
+        return self.objectives or [
+            ObjectiveSpec(metric=self.objective_metric, type=self.objective_type)
+        ]
+
+    @property
+    def is_multi_objective(self) -> bool:
+        return len(self.all_objectives) > 1
+
     @model_validator(mode="after")
     def _consistent(self) -> TuningJobSpec:
+        self._check_objectives()
         if self.max_parallel_jobs > self.max_jobs:
             raise InvalidInputError(
                 f"max_parallel_jobs={self.max_parallel_jobs} is more than max_jobs={self.max_jobs}"
@@ -145,6 +182,11 @@ class TuningJobSpec(_Frozen):
                 raise InvalidInputError(
                     "hyperband.type 'promotion' resumes paused trials from their checkpoints: "
                     "training.checkpoint.enabled must be true"
+                )
+            if self.hyperband.searcher == "BOHB" and self.is_multi_objective:
+                raise InvalidInputError(
+                    "hyperband.searcher 'BOHB' fits its model on one objective; with several "
+                    "objectives use 'Random' or 'Bayesian' (MOTPE)"
                 )
         elif self.hyperband is not None:
             raise InvalidInputError(
@@ -182,11 +224,43 @@ class TuningJobSpec(_Frozen):
                         f"ranges.{name}: {value!r} is not allowed: {exc}"
                     ) from None
         reported = algorithm.reported_metrics(self.training, algorithm.parse_hyperparameters(base))
-        if reported is not None and self.objective_metric not in reported:
+        if reported is None:
+            return
+        if self.objective_metric not in reported:
             raise InvalidInputError(
                 f"objective_metric {self.objective_metric!r} is never reported by this job; "
                 f"it reports {sorted(reported)}"
             )
+        named = [("objectives", o.metric) for o in self.objectives]
+        named += [("constraints", c.metric) for c in self.constraints]
+        for where, metric in named:
+            if metric not in reported and metric not in COST_METRICS:
+                raise InvalidInputError(
+                    f"{where}: {metric!r} is neither reported by this job (it reports "
+                    f"{sorted(reported)}) nor one of {list(COST_METRICS)}"
+                )
+
+    def _check_objectives(self) -> None:
+        if self.objective_metric in COST_METRICS:
+            raise InvalidInputError(
+                f"objective_metric {self.objective_metric!r}: the first objective must be a "
+                "metric the job reports (it is judged at each step); put costs among "
+                "`objectives` after it"
+            )
+        if not self.objectives:
+            return
+        first = self.objectives[0]
+        if (first.metric, first.type) != (self.objective_metric, self.objective_type):
+            raise InvalidInputError(
+                f"objective_metric {self.objective_metric!r} ({self.objective_type.value}) "
+                f"must be the first of objectives, which is {first.metric!r} "
+                f"({first.type.value})"
+            )
+        seen: set[str] = set()
+        for objective in self.objectives:
+            if objective.metric in seen:
+                raise InvalidInputError(f"objectives: {objective.metric!r} is named twice")
+            seen.add(objective.metric)
 
     def _check_cluster_sizes(self, parameter: Range) -> None:
         if isinstance(parameter, ContinuousRange):

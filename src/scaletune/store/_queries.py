@@ -38,6 +38,7 @@ class TrialRow:
     full_resource: int | None
     seconds_per_step: float | None
     hyperband_bracket: int | None = None
+    final_metrics: dict[str, float] | None = None  # read only where asked for (`results`)
 
 
 @dataclass(frozen=True)
@@ -208,6 +209,36 @@ class TrialQueries:
             return [
                 TrialRow(**{**row._mapping, "status": JobStatus(row.status)})
                 for row in conn.execute(query)
+            ]
+
+    def results(
+        self,
+        tuning_id: str,
+        statuses: Sequence[JobStatus],
+        *,
+        objective_at_least: float | None = None,
+        objective_at_most: float | None = None,
+    ) -> list[TrialRow]:
+        """The trials in `statuses` with their final metrics (what several objectives and
+        constraints are judged on), or only those whose objective is within the bounds."""
+        query = select(*_ROW_COLUMNS, training_jobs.c.final_metrics).where(
+            training_jobs.c.tuning_job_id == tuning_id,
+            training_jobs.c.status.in_([s.value for s in statuses]),
+        )
+        if objective_at_least is not None:
+            query = query.where(training_jobs.c.objective >= objective_at_least)
+        if objective_at_most is not None:
+            query = query.where(training_jobs.c.objective <= objective_at_most)
+        with self._engine.connect() as conn:
+            return [
+                TrialRow(
+                    **{
+                        **row._mapping,
+                        "status": JobStatus(row.status),
+                        "final_metrics": dict(row.final_metrics or {}),
+                    }
+                )
+                for row in conn.execute(query.order_by(training_jobs.c.trial_number))
             ]
 
     def curves(

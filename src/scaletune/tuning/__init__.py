@@ -27,11 +27,14 @@ if TYPE_CHECKING:
     from scaletune.tuning._strategy import make_scheduler, make_searcher
     from scaletune.tuning._summary import (
         ANALYTICS_COLUMNS,
+        TrialMarks,
         TuningSummary,
         analytics_dataframe,
         analytics_rows,
         summarize,
+        trial_marks,
     )
+    from scaletune.tuning._tradeoffs import TargetView, TradeOff, front_of, target_view
     from scaletune.tuning._tuner import TuningController, TuningProgress
 
 _WHERE = {
@@ -55,6 +58,12 @@ _WHERE = {
     "analytics_dataframe": "_summary",
     "analytics_rows": "_summary",
     "summarize": "_summary",
+    "TrialMarks": "_summary",
+    "trial_marks": "_summary",
+    "TargetView": "_tradeoffs",
+    "TradeOff": "_tradeoffs",
+    "front_of": "_tradeoffs",
+    "target_view": "_tradeoffs",
     "TuningController": "_tuner",
     "TuningProgress": "_tuner",
 }
@@ -70,6 +79,9 @@ __all__ = [
     "Scheduler",
     "Searcher",
     "Suggestion",
+    "TargetView",
+    "TradeOff",
+    "TrialMarks",
     "TuningController",
     "TuningProgress",
     "TuningSummary",
@@ -77,9 +89,12 @@ __all__ = [
     "analytics_dataframe",
     "analytics_rows",
     "bayesian_searcher",
+    "front_of",
     "hyperband_brackets",
     "make_scheduler",
     "make_searcher",
     "random_searcher",
     "summarize",
+    "target_view",
+    "trial_marks",
 ]

@@ -20,19 +20,56 @@ of the n values recorded at that rung of its bracket so far (itself included). I
   that now ranks among its rung's best n // eta (as later trials fill the rung below it, the
   bar moves), highest rung first, and that one resumes from its checkpoint; only when there
   is none does a new trial start. A trial that ranks at once goes on without pausing.
+
+With several objectives (quality, billable seconds, wall time), a rung holds each trial's
+point: the objective's value there and the other objectives as they stood when it got there
+(a reported metric's latest value; the seconds it has run, on all its tasks for billable
+seconds). Ranking at a rung is then by random scalarisation, as in multi-objective ASHA
+(Schmucker et al. 2021): each trial draws its own trade-off, a weight per objective (from the
+seed and its number), and goes on if its Chebyshev distance to the rung's ideal point
+(objectives scaled to the rung's range) is among the best max(1, n // eta) of the rung's
+points under those weights. Trials judged by different trade-offs survive at different
+places along the front, so the survivors spread over it instead of crowding one end; a
+pass costs one pass over the rung's points, not a non-dominated sort of them.
 """
 
 from __future__ import annotations
 
 import bisect
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 
 from scaletune.spec import HyperbandType, ObjectiveType
+from scaletune.tuning._pareto import Direction
 from scaletune.tuning._schedulers import CONTINUE, Decision, Verdict
+
+
+class _Points:
+    """A rung's points (every objective as one to minimise), in a growing array: a ranking
+    is one vectorised pass, not a conversion of a list per report."""
+
+    def __init__(self, width: int) -> None:
+        self._rows = np.empty((16, width))
+        self._count = 0
+        self._index: dict[int, int] = {}  # trial -> its row
+
+    def add(self, trial: int, point: np.ndarray) -> None:
+        if self._count == len(self._rows):
+            self._rows = np.concatenate([self._rows, np.empty_like(self._rows)])
+        self._rows[self._count] = point
+        self._index[trial] = self._count
+        self._count += 1
+
+    def of(self, trial: int) -> np.ndarray:
+        return np.asarray(self._rows[self._index[trial]])
+
+    @property
+    def array(self) -> np.ndarray:
+        return self._rows[: self._count]
 
 
 @dataclass
@@ -42,6 +79,8 @@ class _Bracket:
     recorded: dict[int, list[float]] = field(default_factory=dict)
     # rung -> the trials paused there, as (value, trial), sorted (ascending)
     paused: dict[int, list[tuple[float, int]]] = field(default_factory=dict)
+    # rung -> every objective's value of the trials there (several objectives only)
+    points: dict[int, _Points] = field(default_factory=dict)
 
 
 def hyperband_brackets(
@@ -100,8 +139,12 @@ class HyperbandScheduler:
         brackets: int | None = None,
         kind: HyperbandType = HyperbandType.STOPPING,
         bracket_weights: BracketWeights = "hyperband",
+        objectives: Sequence[Direction] | None = None,
     ) -> None:
         rungs, self._weights = hyperband_brackets(min_resource, max_resource, eta, brackets)
+        # Several objectives, the primary first (module doc); None or one: the value alone.
+        self._objectives = list(objectives) if objectives and len(objectives) > 1 else None
+        self._trade_offs: dict[int, np.ndarray] = {}  # trial -> its weight per objective
         self._adaptive = bracket_weights == "adaptive"
         self._first_rungs = {r[0]: b for b, r in enumerate(rungs) if r}  # step -> bracket
         self._at_first_rungs: dict[int, dict[int, float]] = {}  # trial -> step -> value
@@ -158,7 +201,9 @@ class HyperbandScheduler:
         """The trials paused now, waiting for a promotion."""
         return list(self._paused_at)
 
-    def on_report(self, trial: int, resource: int, value: float) -> Verdict:
+    def on_report(
+        self, trial: int, resource: int, value: float, others: Sequence[float] = ()
+    ) -> Verdict:
         # Reports between a pause and the moment the trial stops change nothing. One that
         # passes its next rung or the end shows it was promoted (a restore replays that).
         if self._adaptive:
@@ -177,7 +222,10 @@ class HyperbandScheduler:
         values = bracket.recorded.setdefault(rung, [])
         bisect.insort(values, value)
         keep = max(1, len(values) // self.eta)
-        if self._ranks(values, value, keep):
+        if self._objectives is not None:
+            points = bracket.points.setdefault(rung, _Points(len(self._objectives)))
+            points.add(trial, self._minimised(value, others))
+        if self._passes(bracket, rung, trial, value, keep):
             return CONTINUE
         judged = (
             f"bracket {number} rung {rung}: {value:.6g} not in the best {keep} of {len(values)}"
@@ -196,12 +244,19 @@ class HyperbandScheduler:
             for rung, paused in bracket.paused.items():
                 if not paused or (chosen is not None and rung <= chosen[0]):
                     continue
-                value, trial = paused[-1] if self._maximize else paused[0]
-                values = bracket.recorded[rung]
-                if len(values) // self.eta >= 1 and self._ranks(
-                    values, value, len(values) // self.eta
-                ):
-                    chosen = (rung, bracket, trial)
+                keep = len(bracket.recorded[rung]) // self.eta
+                if keep < 1:
+                    continue
+                # One objective: the best paused value is the one to try. Several: each
+                # paused trial is judged by its own trade-off.
+                if self._objectives is None:
+                    candidates = [paused[-1] if self._maximize else paused[0]]
+                else:
+                    candidates = paused
+                for value, trial in candidates:
+                    if self._passes(bracket, rung, trial, value, keep):
+                        chosen = (rung, bracket, trial)
+                        break
         if chosen is None:
             return None
         self._unpause(chosen[2])
@@ -215,8 +270,42 @@ class HyperbandScheduler:
         self._next_rung.pop(trial, None)
         self._unpause(trial)
 
-    def _ranks(self, values: list[float], value: float, keep: int) -> bool:
-        return value >= values[-keep] if self._maximize else value <= values[keep - 1]
+    def _passes(self, bracket: _Bracket, rung: int, trial: int, value: float, keep: int) -> bool:
+        """Among the rung's best `keep`: by value, or by the trial's own trade-off."""
+        if self._objectives is None:
+            values = bracket.recorded[rung]
+            return value >= values[-keep] if self._maximize else value <= values[keep - 1]
+        points = bracket.points[rung]
+        everyone = points.array
+        finite = np.isfinite(everyone)
+        low = np.where(finite, everyone, np.inf).min(axis=0)
+        high = np.where(finite, everyone, -np.inf).max(axis=0)
+        low, high = np.where(np.isfinite(low), low, 0.0), np.where(np.isfinite(high), high, 0.0)
+        span = np.where(high > low, high - low, 1.0)
+        weights = self._trade_off(trial)
+
+        def distance(rows: np.ndarray) -> np.ndarray:
+            scaled = np.where(np.isfinite(rows), (rows - low) / span, 1.0)  # unknown: worst
+            return np.asarray((scaled * weights).max(axis=-1))
+
+        return int((distance(everyone) < distance(points.of(trial))).sum()) < keep
+
+    def _minimised(self, value: float, others: Sequence[float]) -> np.ndarray:
+        """A point with every objective to minimise; one not known yet counts as the worst."""
+        assert self._objectives is not None
+        raw = [value, *others][: len(self._objectives)]
+        raw += [math.nan] * (len(self._objectives) - len(raw))
+        point = np.array(
+            [-v if d.maximize else v for v, d in zip(raw, self._objectives, strict=True)]
+        )
+        return np.where(np.isnan(point), np.inf, point)
+
+    def _trade_off(self, trial: int) -> np.ndarray:
+        if trial not in self._trade_offs:
+            rng = np.random.default_rng([self._seed, trial, 7])
+            assert self._objectives is not None
+            self._trade_offs[trial] = rng.dirichlet(np.ones(len(self._objectives)))
+        return self._trade_offs[trial]
 
     def _unpause(self, trial: int) -> None:
         where = self._paused_at.pop(trial, None)

@@ -110,6 +110,8 @@ class RungModelSearcher:
         *,
         resource: int | None = None,
         stopped_early: bool = False,
+        others: tuple[float, ...] = (),  # one objective only (the spec refuses more)
+        violations: tuple[float, ...] = (),  # not modelled: constraints judge results only
     ) -> None:
         if value is not None and not stopped_early:  # ran to its end: a full-length result
             self._results[self._full].setdefault(number, value)
@@ -131,6 +133,8 @@ class RungModelSearcher:
         resource: int | None = None,
         stopped_early: bool = False,
         running: bool = False,
+        others: tuple[float, ...] = (),
+        violations: tuple[float, ...] = (),
     ) -> None:
         if number != len(self._params):
             raise ValueError(f"trial {number} restored out of order")

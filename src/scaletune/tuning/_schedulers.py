@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
@@ -27,8 +28,11 @@ CONTINUE = Verdict(Decision.CONTINUE)
 
 
 class Scheduler(Protocol):
-    def on_report(self, trial: int, resource: int, value: float) -> Verdict:
-        """A trial reported `value` of the objective after `resource` units (step)."""
+    def on_report(
+        self, trial: int, resource: int, value: float, others: Sequence[float] = ()
+    ) -> Verdict:
+        """A trial reported `value` of the objective after `resource` units (step); `others`:
+        the other objectives as they stood then, where there are several."""
         ...
 
     def on_end(self, trial: int) -> None:
@@ -64,7 +68,9 @@ class _NeverPauses:
 class FIFOScheduler(_NeverPauses):
     """Every trial runs to the end."""
 
-    def on_report(self, trial: int, resource: int, value: float) -> Verdict:
+    def on_report(
+        self, trial: int, resource: int, value: float, others: Sequence[float] = ()
+    ) -> Verdict:
         return CONTINUE
 
     def on_end(self, trial: int) -> None:
@@ -83,7 +89,10 @@ class MedianStoppingScheduler(_NeverPauses):
         self._min_trials = min_trials
         self._history: dict[int, dict[int, float]] = {}
 
-    def on_report(self, trial: int, resource: int, value: float) -> Verdict:
+    def on_report(
+        self, trial: int, resource: int, value: float, others: Sequence[float] = ()
+    ) -> Verdict:
+        # The median of the objective alone: with several, the others do not stop a trial.
         mine = self._history.setdefault(trial, {})
         mine[resource] = value
         if resource < self._grace:

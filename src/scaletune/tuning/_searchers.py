@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -49,10 +49,13 @@ class Searcher(Protocol):
         *,
         resource: int | None = None,
         stopped_early: bool = False,
+        others: tuple[float, ...] = (),
+        violations: tuple[float, ...] = (),
     ) -> None:
-        """The outcome of suggestion `number`: its objective (None if it failed). A trial
-        observed as stopped early may be observed again: a paused trial, promoted later,
-        ends with a further result."""
+        """The outcome of suggestion `number`: its objective (None if it failed), the other
+        objectives' values where there are several (empty when unknown), and how far it is
+        from each constraint (0 where one holds). A trial observed as stopped early may be
+        observed again: a paused trial, promoted later, ends with a further result."""
         ...
 
     def restore(
@@ -64,6 +67,8 @@ class Searcher(Protocol):
         resource: int | None = None,
         stopped_early: bool = False,
         running: bool = False,
+        others: tuple[float, ...] = (),
+        violations: tuple[float, ...] = (),
     ) -> None:
         """A trial proposed before a restart: learn from it and never repeat it. Called in
         order of `number`, before any new suggestion. A `running` one goes on (resumed from
@@ -77,10 +82,17 @@ class Searcher(Protocol):
 
 
 class OptunaSearcher:
-    """Proposals from an Optuna sampler through ask-and-tell, on an in-memory study."""
+    """Proposals from an Optuna sampler through ask-and-tell, on an in-memory study; of one
+    objective, or of several (`objectives`, the primary first), with constraints told as
+    Optuna's constraint values (a sampler that knows them prefers feasible trials)."""
 
     def __init__(
-        self, ranges: Mapping[str, Range], sampler: BaseSampler, objective: ObjectiveType
+        self,
+        ranges: Mapping[str, Range],
+        sampler: BaseSampler,
+        objective: ObjectiveType,
+        *,
+        objectives: Sequence[ObjectiveType] = (),
     ) -> None:
         import optuna
         from optuna.study import StudyDirection
@@ -88,12 +100,12 @@ class OptunaSearcher:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self._ranges = dict(ranges)
         self._distributions = {name: r.distribution() for name, r in self._ranges.items()}
-        direction = (
-            StudyDirection.MAXIMIZE
-            if objective is ObjectiveType.MAXIMIZE
-            else StudyDirection.MINIMIZE
-        )
-        self._study = optuna.create_study(direction=direction, sampler=sampler)
+        self._objectives = list(objectives) or [objective]
+        directions = [
+            StudyDirection.MAXIMIZE if o is ObjectiveType.MAXIMIZE else StudyDirection.MINIMIZE
+            for o in self._objectives
+        ]
+        self._study = optuna.create_study(directions=directions, sampler=sampler)
         self._trials: dict[int, optuna.Trial] = {}  # asked, not yet told
         self._params: dict[int, dict[str, object]] = {}  # each trial's values, as sampled
         self._priors = 0  # warm-start trials: in the study, outside this job's numbering
@@ -109,6 +121,17 @@ class OptunaSearcher:
     def on_report(self, number: int, step: int, value: float) -> None:
         pass  # it learns from results, not from the way there
 
+    @property
+    def _several(self) -> bool:
+        return len(self._objectives) > 1
+
+    def _told(self, value: float | None, others: tuple[float, ...]) -> list[float] | None:
+        """The values Optuna is told; None where the trial has none to tell (it failed, or
+        it never reported one of several objectives)."""
+        if value is None or len(others) != len(self._objectives) - 1:
+            return None
+        return [value, *others]
+
     def observe(
         self,
         number: int,
@@ -116,21 +139,36 @@ class OptunaSearcher:
         *,
         resource: int | None = None,
         stopped_early: bool = False,
+        others: tuple[float, ...] = (),
+        violations: tuple[float, ...] = (),
     ) -> None:
         from optuna.trial import TrialState
 
         trial = self._trials.pop(number, None)
         if trial is None:  # told once already (paused): this later result is one more trial
-            self._add(self._params[number], value, resource=resource, stopped_early=stopped_early)
+            self._add(
+                self._params[number],
+                value,
+                resource=resource,
+                stopped_early=stopped_early,
+                others=others,
+                violations=violations,
+            )
             return
-        if value is None:
+        values = self._told(value, others)
+        if value is None or (values is None and not stopped_early):
             self._study.tell(trial, state=TrialState.FAIL)
         elif stopped_early:
-            # Samplers weigh a pruned trial by its last intermediate value.
-            trial.report(value, resource or 0)
+            # Samplers weigh a pruned trial by its last intermediate value (Optuna keeps
+            # none for several objectives: there it counts as pruned, no more). Its partial
+            # costs are not its costs: constraints are left unknown.
+            if not self._several:
+                trial.report(value, resource or 0)
             self._study.tell(trial, state=TrialState.PRUNED)
         else:
-            self._study.tell(trial, value)
+            for index, violation in enumerate(violations):
+                trial.set_constraint(f"c{index}", violation)
+            self._study.tell(trial, values)
 
     def restore(
         self,
@@ -141,6 +179,8 @@ class OptunaSearcher:
         resource: int | None = None,
         stopped_early: bool = False,
         running: bool = False,
+        others: tuple[float, ...] = (),
+        violations: tuple[float, ...] = (),
     ) -> None:
         if number != len(self._params):
             raise ValueError(f"trial {number} restored out of order")
@@ -150,7 +190,14 @@ class OptunaSearcher:
             self._study.enqueue_trial(params, skip_if_exists=False)
             self._trials[number] = self._study.ask(self._distributions)
             return
-        self._add(params, value, resource=resource, stopped_early=stopped_early)
+        self._add(
+            params,
+            value,
+            resource=resource,
+            stopped_early=stopped_early,
+            others=others,
+            violations=violations,
+        )
 
     def _add(
         self,
@@ -159,17 +206,23 @@ class OptunaSearcher:
         *,
         resource: int | None,
         stopped_early: bool,
+        others: tuple[float, ...],
+        violations: tuple[float, ...],
     ) -> None:
         """A finished trial, told without being asked."""
         import optuna
         from optuna.trial import TrialState
 
-        if value is None:
+        values = self._told(value, others)
+        constraints: dict[str, float] | None = None
+        if value is None or (values is None and not stopped_early):
             state, values, intermediate = TrialState.FAIL, None, {}
         elif stopped_early:
-            state, values, intermediate = TrialState.PRUNED, None, {resource or 0: value}
+            state, values = TrialState.PRUNED, None
+            intermediate = {} if self._several else {resource or 0: value}
         else:
-            state, values, intermediate = TrialState.COMPLETE, [value], {}
+            state, intermediate = TrialState.COMPLETE, {}
+            constraints = {f"c{i}": v for i, v in enumerate(violations)} or None
         self._study.add_trial(
             optuna.trial.create_trial(
                 params=dict(params),
@@ -177,12 +230,15 @@ class OptunaSearcher:
                 values=values,
                 state=state,
                 intermediate_values=intermediate,
+                constraints=constraints,
             )
         )
 
     def add_prior(self, config: Config, value: float) -> bool:
         import optuna
 
+        if self._several:
+            return False  # a parent's one objective is not a point of several
         if self._trials or len(self._study.trials) > self._priors:
             raise ValueError("priors go in before this job's own trials")
         if any(name not in config for name in self._ranges):
@@ -201,24 +257,50 @@ class OptunaSearcher:
 
 
 def random_searcher(
-    ranges: Mapping[str, Range], objective: ObjectiveType, seed: int
+    ranges: Mapping[str, Range],
+    objective: ObjectiveType,
+    seed: int,
+    *,
+    objectives: Sequence[ObjectiveType] = (),
 ) -> OptunaSearcher:
     from optuna.samplers import RandomSampler
 
-    return OptunaSearcher(ranges, RandomSampler(seed=seed), objective)
+    return OptunaSearcher(ranges, RandomSampler(seed=seed), objective, objectives=objectives)
 
 
 def bayesian_searcher(
-    ranges: Mapping[str, Range], objective: ObjectiveType, seed: int, n_startup: int = 10
+    ranges: Mapping[str, Range],
+    objective: ObjectiveType,
+    seed: int,
+    n_startup: int = 10,
+    *,
+    objectives: Sequence[ObjectiveType] = (),
 ) -> OptunaSearcher:
-    """TPE; the first `n_startup` proposals are random. `constant_liar` keeps parallel
+    """TPE (with several objectives, MOTPE: its good group is the best non-dominated
+    fronts); the first `n_startup` proposals are random. `constant_liar` keeps parallel
     proposals apart while their results are pending."""
     from optuna.samplers import TPESampler
 
     sampler = TPESampler(
         seed=seed, n_startup_trials=n_startup, multivariate=True, constant_liar=True
     )
-    return OptunaSearcher(ranges, sampler, objective)
+    return OptunaSearcher(ranges, sampler, objective, objectives=objectives)
+
+
+def nsga2_searcher(
+    ranges: Mapping[str, Range],
+    objective: ObjectiveType,
+    seed: int,
+    *,
+    objectives: Sequence[ObjectiveType] = (),
+    population_size: int = 20,
+) -> OptunaSearcher:
+    """NSGA-II: generations of `population_size` trials, parents chosen by non-dominated
+    rank and crowding (feasible ones first, by Optuna's constrained domination)."""
+    from optuna.samplers import NSGAIISampler
+
+    sampler = NSGAIISampler(seed=seed, population_size=population_size)
+    return OptunaSearcher(ranges, sampler, objective, objectives=objectives)
 
 
 class GridSearcher:
@@ -255,6 +337,8 @@ class GridSearcher:
         *,
         resource: int | None = None,
         stopped_early: bool = False,
+        others: tuple[float, ...] = (),
+        violations: tuple[float, ...] = (),
     ) -> None:
         pass  # the grid does not learn
 
@@ -267,6 +351,8 @@ class GridSearcher:
         resource: int | None = None,
         stopped_early: bool = False,
         running: bool = False,
+        others: tuple[float, ...] = (),
+        violations: tuple[float, ...] = (),
     ) -> None:
         if number != self._count or next(self._points, None) is None:
             raise ValueError(f"grid point {number} restored out of order")

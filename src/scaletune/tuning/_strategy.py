@@ -5,19 +5,29 @@ from __future__ import annotations
 from scaletune.spec import EarlyStopping, Strategy, TuningJobSpec
 from scaletune.tuning._hyperband import HyperbandScheduler, hyperband_brackets
 from scaletune.tuning._multifidelity import RungModelSearcher
+from scaletune.tuning._objectives import Goals
+from scaletune.tuning._pareto import Direction
 from scaletune.tuning._schedulers import FIFOScheduler, MedianStoppingScheduler, Scheduler
 from scaletune.tuning._searchers import (
     GridSearcher,
     Searcher,
     bayesian_searcher,
+    nsga2_searcher,
     random_searcher,
 )
 
 
+def goals_of(spec: TuningJobSpec) -> Goals:
+    return Goals.of_spec(spec.all_objectives, spec.constraints)
+
+
 def make_searcher(spec: TuningJobSpec) -> Searcher:
     ranges, objective, seed = spec.ranges, spec.objective_type, spec.seed
+    objectives = [o.type for o in spec.all_objectives] if spec.is_multi_objective else []
     if spec.strategy is Strategy.GRID:
         return GridSearcher(ranges)
+    if spec.strategy is Strategy.NSGA_II:
+        return nsga2_searcher(ranges, objective, seed, objectives=objectives)
     hyperband = spec.hyperband
     if hyperband is not None and hyperband.searcher == "BOHB":
         brackets, _ = hyperband_brackets(
@@ -28,8 +38,9 @@ def make_searcher(spec: TuningJobSpec) -> Searcher:
     if spec.strategy is Strategy.BAYESIAN or (
         spec.hyperband is not None and spec.hyperband.searcher == "Bayesian"
     ):
-        return bayesian_searcher(ranges, objective, seed)
-    return random_searcher(ranges, objective, seed)  # Random, and Hyperband's default
+        return bayesian_searcher(ranges, objective, seed, objectives=objectives)
+    # Random, and Hyperband's default
+    return random_searcher(ranges, objective, seed, objectives=objectives)
 
 
 def make_scheduler(spec: TuningJobSpec) -> Scheduler:
@@ -43,6 +54,11 @@ def make_scheduler(spec: TuningJobSpec) -> Scheduler:
             brackets=spec.hyperband.brackets,
             kind=spec.hyperband.type,
             bracket_weights=spec.hyperband.bracket_weights,
+            objectives=(
+                [Direction(o.metric, o.maximize) for o in spec.all_objectives]
+                if spec.is_multi_objective
+                else None
+            ),
         )
     if spec.early_stopping is EarlyStopping.AUTO:
         return MedianStoppingScheduler(spec.objective_type)

@@ -11,6 +11,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from scaletune.store import JobStatus, Store, TrainingJobRecord, TrialRow, TuningJobRecord
+from scaletune.tuning._objectives import Goals, TrialCosts
+from scaletune.tuning._tradeoffs import TargetView, TradeOff, front_of, target_view
 from scaletune.tuning._values import tuned_value
 
 if TYPE_CHECKING:
@@ -27,8 +29,11 @@ class TuningSummary:
     billable_seconds_without_early_stopping: float
     sequential_wall_seconds: float
     waiting_for_room: list[str]  # trials whose workers wait for a busy cluster (Ray)
+    pareto_front: list[TradeOff] | None = None  # with several objectives
+    target: TargetView | None = None  # with a target_objective
 
     def to_json_dict(self) -> dict[str, Any]:
+        goals = Goals.of_record(self.record.spec)
         return {
             "id": self.record.id,
             "name": self.record.name,
@@ -36,6 +41,8 @@ class TuningSummary:
             "strategy": self.record.strategy,
             "objective_metric": self.record.spec.get("objective_metric"),
             "objective_type": self.record.spec.get("objective_type"),
+            "objectives": [o.model_dump(mode="json") for o in goals.objectives],
+            "constraints": [c.describe() for c in goals.constraints],
             "best_training_job": self.record.best_training_job,
             "best_objective": self.record.best_objective,
             "best_hyperparameters": self.best.hyperparameters if self.best else None,
@@ -49,10 +56,16 @@ class TuningSummary:
             "start_time": _iso(self.record.start_time),
             "end_time": _iso(self.record.end_time),
             "failure_reason": self.record.failure_reason,
+            "pareto_front": None
+            if self.pareto_front is None
+            else [point.to_json_dict() for point in self.pareto_front],
+            "target": None if self.target is None else self.target.to_json_dict(),
         }
 
 
-def summarize(store: Store, tuning_id: str) -> TuningSummary:
+def summarize(store: Store, tuning_id: str, *, trade_offs: bool = True) -> TuningSummary:
+    """What the tuning job achieved and cost; with `trade_offs`, its Pareto front (several
+    objectives) and its target view too (a list of jobs leaves those out)."""
     record = store.get_tuning_job(tuning_id)
     max_resource = (record.spec.get("hyperband") or {}).get("max_resource")
     totals = store.trials.totals(tuning_id, max_resource)
@@ -68,6 +81,8 @@ def summarize(store: Store, tuning_id: str) -> TuningSummary:
         billable_seconds_without_early_stopping=totals.billable_seconds + totals.unspent_seconds,
         sequential_wall_seconds=totals.sequential_wall_seconds,
         waiting_for_room=totals.waiting_for_room,
+        pareto_front=front_of(store, record) if trade_offs else None,
+        target=target_view(store, record) if trade_offs else None,
     )
 
 
@@ -84,14 +99,44 @@ ANALYTICS_COLUMNS = (
     "HyperbandBracket",
     "RungsReached",
     "StopReason",
+    "Feasible",
+    "ParetoFront",
 )
 
 
-def analytics_rows(record: TuningJobRecord, trials: list[TrialRow]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class TrialMarks:
+    """Which trials meet the constraints (None: no constraints) and which are on the
+    front (None: one objective)."""
+
+    feasible: set[str] | None = None
+    front: set[str] | None = None
+
+
+def trial_marks(store: Store, record: TuningJobRecord) -> TrialMarks:
+    goals = Goals.of_record(record.spec)
+    feasible = None
+    if goals.constraints:
+        feasible = {
+            row.id
+            for row in store.trials.results(record.id, list(JobStatus))
+            if goals.feasible(
+                TrialCosts(row.final_metrics or {}, row.billable_seconds, row.wall_seconds)
+            )
+        }
+    front = front_of(store, record)
+    return TrialMarks(feasible, None if front is None else {point.job_id for point in front})
+
+
+def analytics_rows(
+    record: TuningJobRecord, trials: list[TrialRow], marks: TrialMarks | None = None
+) -> list[dict[str, Any]]:
     """One row per training job: its tuned hyperparameters and the reference's columns
-    (times as POSIX seconds)."""
+    (times as POSIX seconds); whether it meets the constraints, and is on the Pareto front
+    (None where the job has no constraints, or one objective)."""
     tuned = list(record.spec.get("ranges", {}))
     rungs_of = _rungs_of(record)
+    marks = marks or TrialMarks()
     return [
         {
             **{name: tuned_value(trial, name) for name in tuned},
@@ -106,6 +151,8 @@ def analytics_rows(record: TuningJobRecord, trials: list[TrialRow]) -> list[dict
             "ResourceReached": trial.resource,
             **rungs_of(trial),
             "StopReason": trial.failure_reason,
+            "Feasible": None if marks.feasible is None else trial.id in marks.feasible,
+            "ParetoFront": None if marks.front is None else trial.id in marks.front,
         }
         for trial in trials
     ]
@@ -148,7 +195,8 @@ def analytics_dataframe(store: Store, tuning_id: str) -> pd.DataFrame:
 
     record = store.get_tuning_job(tuning_id)
     columns = [*record.spec.get("ranges", {}), *ANALYTICS_COLUMNS]
-    frame = pd.DataFrame(analytics_rows(record, store.trials.rows(tuning_id)), columns=columns)
+    rows = analytics_rows(record, store.trials.rows(tuning_id), trial_marks(store, record))
+    frame = pd.DataFrame(rows, columns=columns)
     for column in ("TrainingStartTime", "TrainingEndTime"):
         frame[column] = pd.to_datetime(frame[column], unit="s", utc=True)
     return frame

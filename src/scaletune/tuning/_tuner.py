@@ -11,7 +11,7 @@ import socket
 import threading
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
@@ -25,6 +25,7 @@ from scaletune.store import (
     NewTrainingJob,
     NewTuningJob,
     Store,
+    TrainingJobRecord,
     TuningJobRecord,
 )
 from scaletune.training import (
@@ -35,10 +36,11 @@ from scaletune.training import (
     staging_of,
 )
 from scaletune.training._ids import new_job_id
+from scaletune.tuning._objectives import TrialCosts
 from scaletune.tuning._runners import JobTrialRunner, TrialRunner
 from scaletune.tuning._schedulers import Decision, Scheduler
 from scaletune.tuning._searchers import Searcher, Suggestion
-from scaletune.tuning._strategy import make_scheduler, make_searcher
+from scaletune.tuning._strategy import goals_of, make_scheduler, make_searcher
 from scaletune.tuning._values import seconds_per_step, tuned_value
 from scaletune.worker import Report
 
@@ -62,6 +64,12 @@ class _Trial:
     job_id: str
     stopper: Stopper
     full_resource: int | None  # steps it runs when nothing stops it, where known
+    # What several objectives need at each report: when this attempt started (monotonic),
+    # the seconds its earlier attempts ran, its tasks, its reported metrics' latest values.
+    started: float = 0.0
+    earlier_seconds: float = 0.0
+    tasks: int = 1
+    latest: dict[str, float] = field(default_factory=dict)
 
 
 class TuningController:
@@ -170,6 +178,9 @@ class _Run:
         self.tuner, self.store, self.spec, self.id = tuner, tuner.store, spec, tuning_id
         self.searcher: Searcher = make_searcher(spec)
         self.scheduler: Scheduler = make_scheduler(spec)
+        self.goals = goals_of(spec)
+        # A parameter-server job's chief and servers run beside its workers, whatever its size.
+        self.extra_tasks = spec.training.task_count - spec.training.instance_count
         self.runner = tuner.runner
         self.lock = threading.Lock()  # searcher and scheduler are used from trial threads
         self.running: dict[int, _Trial] = {}
@@ -216,21 +227,19 @@ class _Run:
             else:
                 self.outcomes[trial.status] += 1
             failed = trial.status is JobStatus.FAILED or value is None
+            others, violations = self._outcome(trial)
             self.searcher.restore(
                 trial.trial_number,
                 tuned,
                 None if failed else value,
                 resource=resource,
                 stopped_early=trial.status in (JobStatus.STOPPED, JobStatus.PAUSED),
+                others=others,
+                violations=violations,
             )
-        reports = sorted(
-            (point.time, trial.trial_number or 0, point.step, point.value)
-            for trial in trials
-            for point in self.store.metrics(trial.id, self.spec.objective_metric)
-        )
-        for _, number, step, value in reports:  # in the order the scheduler first saw them
+        for number, step, value, others in self._past_reports(trials):
             self.searcher.on_report(number, step, value)
-            self.scheduler.on_report(number, step, value)
+            self.scheduler.on_report(number, step, value, others)
         for number in continuing:
             self.scheduler.on_resumed(number)  # caught paused or just promoted: it goes on
         for trial in sorted(trials, key=lambda t: t.end_time or 0.0):
@@ -239,7 +248,39 @@ class _Run:
             if trial.status is not JobStatus.PAUSED:  # a paused one waits as it was
                 self.scheduler.on_end(trial.trial_number or 0)
             if trial.status is not JobStatus.FAILED and trial.objective is not None:
-                self._consider(trial.id, trial.objective)
+                self._consider(trial.id, trial.objective, self._feasible(trial))
+
+    def _past_reports(
+        self, trials: list[TrainingJobRecord]
+    ) -> list[tuple[int, int, float, tuple[float, ...]]]:
+        """Every report of the objective, in the order the scheduler first saw them, with
+        the other objectives as they stood (several objectives: a reported metric's value at
+        or before that step; a cost from the time since the trial started, which counts a
+        promoted trial's pause as well: close enough to bring a ranking back)."""
+        reports = []
+        for trial in trials:
+            series = {
+                name: {p.step: p.value for p in self.store.metrics(trial.id, name)}
+                for name in self.goals.reported_others
+            }
+            latest: dict[str, float] = {}
+            for point in self.store.metrics(trial.id, self.spec.objective_metric):
+                for name, values in series.items():
+                    if point.step in values:
+                        latest[name] = values[point.step]
+                elapsed = point.time - (trial.start_time or point.time)
+                tasks = trial.instance_count + self.extra_tasks
+                others = self.goals.standing(latest, elapsed, tasks)
+                number = trial.trial_number or 0
+                reports.append((point.time, number, point.step, point.value, others))
+        reports.sort(key=lambda r: r[:3])
+        return [(number, step, value, others) for _, number, step, value, others in reports]
+
+    def _outcome(self, trial: TrainingJobRecord) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        return self.goals.outcome(_costs(trial))
+
+    def _feasible(self, trial: TrainingJobRecord) -> bool:
+        return self.goals.feasible(_costs(trial))
 
     def _result(
         self, job_id: str, full_resource: int | None = None, number: int | None = None
@@ -400,7 +441,12 @@ class _Run:
 
     def _start_prepared(self, number: int, job_id: str, full: int | None) -> None:
         stopper = Stopper()
-        self.running[number] = _Trial(number, job_id, stopper, full)
+        trial = _Trial(number, job_id, stopper, full, started=self.tuner.clock.monotonic())
+        if self.goals.is_multi_objective:  # its costs so far count at each rung
+            record = self.store.get_training_job(job_id)
+            trial.earlier_seconds = record.wall_seconds or 0.0
+            trial.tasks = record.instance_count + self.extra_tasks
+        self.running[number] = trial
         self.runner.start(
             number, stopper, lambda report: self._judge(number, stopper, report, full)
         )
@@ -410,9 +456,15 @@ class _Run:
         value = report.metrics.get(self.spec.objective_metric)
         if value is None or stopper.is_set():  # what it reports while it stops changes nothing
             return
+        others: tuple[float, ...] = ()
+        trial = self.running.get(number)
+        if self.goals.is_multi_objective and trial is not None:
+            trial.latest.update(report.metrics)
+            elapsed = trial.earlier_seconds + self.tuner.clock.monotonic() - trial.started
+            others = self.goals.standing(trial.latest, elapsed, trial.tasks)
         with self.lock:
             self.searcher.on_report(number, report.step, value)
-            verdict = self.scheduler.on_report(number, report.step, value)
+            verdict = self.scheduler.on_report(number, report.step, value, others)
         if verdict.decision is Decision.STOP:
             stopper.request(JobStatus.STOPPED, verdict.reason or "stopped early")
         elif verdict.decision is Decision.PAUSE:
@@ -442,6 +494,7 @@ class _Run:
             self._count_failure(record.failure_reason)
         value, resource = self._result(trial.job_id, trial.full_resource, number)
         failed = record.status is JobStatus.FAILED or value is None
+        others, violations = self._outcome(record)
         with self.lock:
             # A pause is a result too: the searcher learns from it now, and again if the
             # trial is promoted and ends later.
@@ -450,11 +503,13 @@ class _Run:
                 None if failed else value,
                 resource=resource,
                 stopped_early=record.status in (JobStatus.STOPPED, JobStatus.PAUSED),
+                others=others,
+                violations=violations,
             )
             if not paused:
                 self.scheduler.on_end(number)
         if not failed and value is not None:
-            self._consider(trial.job_id, value)
+            self._consider(trial.job_id, value, self._feasible(record))
 
     def _count_failure(self, reason: str | None) -> None:
         limit = self.spec.max_failed_trials
@@ -465,15 +520,19 @@ class _Run:
         self.halt_reason = self.halt_reason or self.failure_reason
         self._stop_all("the tuning job failed: too many of its trials failed")
 
-    def _consider(self, job_id: str, value: float) -> None:
+    def _consider(self, job_id: str, value: float, feasible: bool = True) -> None:
+        """A trial's result: best so far? target reached? It counts only if it meets the
+        constraints (an infeasible trial is no better than no trial)."""
         maximize = self.spec.objective_type is ObjectiveType.MAXIMIZE
-        if self.best is None or (value > self.best if maximize else value < self.best):
+        if not feasible:
+            self.since_improvement += 1
+        elif self.best is None or (value > self.best if maximize else value < self.best):
             self.best, self.since_improvement = value, 0
             self.store.set_tuning_best(self.id, job_id, value)
         else:
             self.since_improvement += 1
         target = self.spec.target_objective
-        if target is not None and (value >= target if maximize else value <= target):
+        if target is not None and feasible and (value >= target if maximize else value <= target):
             self.halt_reason = self.halt_reason or f"target_objective={target:g} reached"
         patience = self.spec.max_jobs_without_improvement
         if patience is not None and self.since_improvement >= patience:
@@ -515,3 +574,7 @@ class _Run:
             self.searcher.observe(suggestion.number, None)
         self.outcomes[JobStatus.FAILED] += 1
         self._count_failure(f"could not start: {error}")
+
+
+def _costs(trial: TrainingJobRecord) -> TrialCosts:
+    return TrialCosts(trial.final_metrics, trial.billable_seconds, trial.wall_seconds)

@@ -1,0 +1,125 @@
+"""A tuning job's goals, applied to one trial: its value of each objective (a reported
+metric's final value, or the trial's own billable seconds or wall time) and whether it meets
+the constraints. The tuner, the summaries, the report and the console share this one rule."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scaletune.spec._objectives import (
+    BILLABLE_SECONDS,
+    WALL_SECONDS,
+    ConstraintSpec,
+    ObjectiveSpec,
+)
+from scaletune.spec._ranges import ObjectiveType
+from scaletune.tuning._pareto import Direction
+
+# What a constrained sampler is told for a constraint a trial never reported (it must rank
+# below every measured violation, and Optuna refuses NaN).
+_UNKNOWN_VIOLATION = 1e12
+
+
+@dataclass(frozen=True)
+class TrialCosts:
+    """What a trial recorded: its final metrics and its costs."""
+
+    final_metrics: Mapping[str, float]
+    billable_seconds: float | None
+    wall_seconds: float | None
+
+    def value(self, metric: str) -> float | None:
+        if metric == BILLABLE_SECONDS:
+            return self.billable_seconds
+        if metric == WALL_SECONDS:
+            return self.wall_seconds
+        value = self.final_metrics.get(metric)
+        return None if value is None or not math.isfinite(value) else float(value)
+
+
+@dataclass(frozen=True)
+class Goals:
+    objectives: tuple[ObjectiveSpec, ...]
+    constraints: tuple[ConstraintSpec, ...] = ()
+
+    @classmethod
+    def of_spec(
+        cls,
+        objectives: Sequence[ObjectiveSpec],
+        constraints: Sequence[ConstraintSpec] = (),
+    ) -> Goals:
+        return cls(tuple(objectives), tuple(constraints))
+
+    @classmethod
+    def of_record(cls, spec: Mapping[str, Any]) -> Goals:
+        """From a stored tuning spec, without validating the whole job again (which would
+        load its algorithm): only its objectives and constraints."""
+        raw = spec.get("objectives") or [
+            {
+                "metric": spec.get("objective_metric"),
+                "type": spec.get("objective_type", ObjectiveType.MAXIMIZE.value),
+            }
+        ]
+        return cls(
+            tuple(ObjectiveSpec.model_validate(o) for o in raw),
+            tuple(ConstraintSpec.model_validate(c) for c in spec.get("constraints") or []),
+        )
+
+    @property
+    def is_multi_objective(self) -> bool:
+        return len(self.objectives) > 1
+
+    @property
+    def directions(self) -> list[Direction]:
+        return [Direction(o.metric, o.maximize) for o in self.objectives]
+
+    def values(self, trial: TrialCosts) -> tuple[float, ...] | None:
+        """Every objective's value, the primary first; None if one is missing."""
+        values = [trial.value(o.metric) for o in self.objectives]
+        if any(v is None for v in values):
+            return None
+        return tuple(v for v in values if v is not None)
+
+    def violations(self, trial: TrialCosts) -> tuple[float, ...]:
+        """Each constraint's violation (0 where it holds)."""
+        return tuple(
+            min(c.violation(trial.value(c.metric)), _UNKNOWN_VIOLATION) for c in self.constraints
+        )
+
+    def feasible(self, trial: TrialCosts) -> bool:
+        return all(c.holds(trial.value(c.metric)) for c in self.constraints)
+
+    def outcome(self, trial: TrialCosts) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """What a searcher learns of an ended trial beside its objective: the other
+        objectives' values (empty with one objective, or when one is missing) and its
+        distance from each constraint."""
+        values = self.values(trial) if self.is_multi_objective else None
+        return (values[1:] if values else ()), self.violations(trial)
+
+    @property
+    def reported_others(self) -> list[str]:
+        """The objectives after the first that are metrics a job reports (not its costs)."""
+        return [
+            o.metric
+            for o in self.objectives[1:]
+            if o.metric not in (BILLABLE_SECONDS, WALL_SECONDS)
+        ]
+
+    def standing(
+        self, latest: Mapping[str, float], elapsed_seconds: float, tasks: int
+    ) -> tuple[float, ...]:
+        """The objectives after the first as they stand while a trial runs: a reported
+        metric's latest value (NaN before its first report), the seconds it has run, and
+        those times its tasks for billable seconds."""
+        values = []
+        for objective in self.objectives[1:]:
+            if objective.metric == WALL_SECONDS:
+                values.append(elapsed_seconds)
+            elif objective.metric == BILLABLE_SECONDS:
+                values.append(elapsed_seconds * tasks)
+            else:
+                values.append(latest.get(objective.metric, math.nan))
+        return tuple(values)
