@@ -30,6 +30,8 @@ class PreparedData:
 class Algorithm(ABC):
     hyperparameters_type: ClassVar[type[BaseModel]]
     needs_xgboost_tracker: ClassVar[bool] = False
+    # The hyperparameter that sets how many steps a job runs (rounds, epochs), where there is one.
+    steps_hyperparameter: ClassVar[str | None] = None
 
     def wants_xgboost_tracker(self, spec: TrainingJobSpec) -> bool:
         """Whether the controller starts XGBoost's tracker for this job's workers."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
+from scaletune.cli._advise import advise
 from scaletune.cli._experiment import convergence, experiment_app, report
 from scaletune.cli._options import (
     BackendOption,
@@ -53,6 +54,7 @@ app.command("tune")(tune)
 app.add_typer(tuning_app, name="tuning")
 app.add_typer(experiment_app, name="experiment")
 app.command("report")(report)
+app.command("advise")(advise)
 
 
 @app.command()

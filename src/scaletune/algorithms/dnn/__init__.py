@@ -52,6 +52,7 @@ __all__ = [
 
 class DNNAlgorithm(Algorithm):
     hyperparameters_type: ClassVar[type[BaseModel]] = DNNHyperparameters
+    steps_hyperparameter: ClassVar[str | None] = "epochs"
 
     def check_job(self, spec: TrainingJobSpec, hyperparameters: BaseModel) -> None:
         distribution = spec.distribution

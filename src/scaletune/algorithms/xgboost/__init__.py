@@ -34,6 +34,7 @@ __all__ = [
 class XGBoostAlgorithm(Algorithm):
     hyperparameters_type: ClassVar[type[BaseModel]] = XGBoostHyperparameters
     needs_xgboost_tracker: ClassVar[bool] = True
+    steps_hyperparameter: ClassVar[str | None] = "num_round"
 
     def check_job(self, spec: TrainingJobSpec, hyperparameters: BaseModel) -> None:
         assert isinstance(hyperparameters, XGBoostHyperparameters)

@@ -1,0 +1,115 @@
+"""Advice for one stored job: which metric is its quality, what it and its probes measured,
+and the predictions; the spec of a probe (the same job, shorter, on another size)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from scaletune.advice._measure import RunMeasure, first_reaching, lower_is_better, measure_run
+from scaletune.advice._predict import Advice, predict
+from scaletune.diagnostics import GNS_METRIC
+from scaletune.errors import InvalidInputError
+from scaletune.spec import AlgorithmName, TrainingJobSpec
+from scaletune.store import Store, TrainingJobRecord
+
+
+def quality_metric(record: TrainingJobRecord) -> str:
+    """The job's quality by default: its first validation metric, else its first other one."""
+    names = sorted(name for name in record.final_metrics if name != GNS_METRIC)
+    validation = [name for name in names if name.startswith("validation:")]
+    if not (validation or names):
+        raise InvalidInputError(f"job {record.id!r} reported no metric to judge its quality by")
+    return (validation or names)[0]
+
+
+def _spec(record: TrainingJobRecord) -> TrainingJobSpec:
+    return TrainingJobSpec.model_validate(record.spec)
+
+
+def _measure(store: Store, record: TrainingJobRecord, metric: str) -> RunMeasure:
+    return measure_run(record, store.metrics(record.id, metric), _spec(record).task_count)
+
+
+def advise_job(
+    store: Store,
+    job_id: str,
+    *,
+    metric: str | None = None,
+    maximize: bool | None = None,
+    probe_ids: Sequence[str] = (),
+    max_workers: int | None = None,
+    max_cost_ratio: float = 1.5,
+    tolerance: float = 0.0,
+) -> Advice:
+    record = store.get_training_job(job_id)
+    metric = metric or quality_metric(record)
+    if metric not in record.final_metrics:
+        raise InvalidInputError(
+            f"job {job_id!r} never reported {metric!r}; it reported {sorted(record.final_metrics)}"
+        )
+    maximize = not lower_is_better(metric) if maximize is None else maximize
+    series = store.metrics(job_id, metric)
+    base = _measure(store, record, metric)
+    quality = series[-1].value
+    reached = first_reaching(series, quality, maximize, tolerance)
+    assert reached is not None  # its own last value reaches itself
+    probes = [_measure(store, store.get_training_job(p), metric) for p in probe_ids]
+    spec = _spec(record)
+    noise_scale, batch = _noise_scale(record, [store.get_training_job(p) for p in probe_ids])
+    predictions, recommended, basis = predict(
+        base,
+        reached.step,
+        probes,
+        max_workers=max_workers or max(4, 2 * record.instance_count, *(p.workers for p in probes)),
+        extra_tasks=spec.task_count - spec.instance_count,
+        noise_scale=noise_scale,
+        per_worker_batch=batch,
+        max_cost_ratio=max_cost_ratio,
+    )
+    return Advice(
+        job_id=job_id,
+        metric=metric,
+        quality=quality,
+        steps_to_quality=reached.step,
+        predictions=predictions,
+        recommended=recommended,
+        max_cost_ratio=max_cost_ratio,
+        basis=[f"{metric} {quality:.6g} first reached at step {reached.step}", *basis],
+        probes=list(probe_ids),
+    )
+
+
+def _noise_scale(
+    record: TrainingJobRecord, probes: Sequence[TrainingJobRecord]
+) -> tuple[float | None, int | None]:
+    """The classifier's gradient noise scale (measured by a run of 2 workers or more: the job's
+    own, else a probe's) and its per-worker batch; None for other algorithms."""
+    if record.algorithm != AlgorithmName.DNN.value:
+        return None, None
+    for run in (record, *probes):
+        if GNS_METRIC in run.final_metrics:
+            batch = int(record.hyperparameters.get("batch_size", 64)) * int(
+                record.hyperparameters.get("gradient_accumulation_steps", 1)
+            )
+            return run.final_metrics[GNS_METRIC], batch
+    return None, None
+
+
+def probe_spec(record: TrainingJobRecord, workers: int, steps: int) -> TrainingJobSpec:
+    """The job again on `workers`, cut to `steps` steps: long enough for a step time."""
+    from scaletune.algorithms import get_algorithm
+
+    spec = _spec(record)
+    name = get_algorithm(spec.algorithm).steps_hyperparameter
+    if name is None:
+        raise InvalidInputError(
+            f"--probe: a {spec.algorithm.value} job has no step count scaletune can shorten; "
+            "run it on another size yourself and pass that job with --probe-job"
+        )
+    if steps < 3:
+        raise InvalidInputError(f"--probe-steps {steps}: a step time needs 3 steps or more")
+    raw = spec.model_dump(mode="json")
+    raw["instance_count"] = workers
+    raw["name"] = f"probe-{workers}w"
+    raw["hyperparameters"] = {**raw["hyperparameters"], name: steps}
+    return TrainingJobSpec.model_validate(raw)

@@ -1,0 +1,145 @@
+"""`scaletune advise JOB_ID`: the predicted time and billable cost of reaching a finished
+job's quality on 1..N workers, and the size to choose; optionally after short probes."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from scaletune.cli._options import JsonOption, StoreOption, err, open_backend, open_store, out
+from scaletune.cli._render import print_json, print_table
+from scaletune.errors import InvalidInputError
+from scaletune.store import JobStatus
+
+if TYPE_CHECKING:
+    from scaletune.advice import Advice
+
+
+def advise(
+    job_id: str,
+    metric: Annotated[
+        str | None,
+        typer.Option(help="The quality to reach (default: the job's first validation metric)."),
+    ] = None,
+    minimize: Annotated[
+        bool | None,
+        typer.Option(
+            "--minimize/--maximize",
+            help="Whether lower is better (default: from the name: loss, error, rmse... lower).",
+        ),
+    ] = None,
+    tolerance: Annotated[
+        float,
+        typer.Option(min=0.0, help="Count the quality as reached this close to the final value."),
+    ] = 0.0,
+    probe: Annotated[
+        list[int] | None,
+        typer.Option(
+            min=1, help="Also run the job briefly on this many workers, to measure its speed there."
+        ),
+    ] = None,
+    probe_steps: Annotated[int, typer.Option(help="Steps (rounds, epochs) of each probe run.")] = 5,
+    probe_job: Annotated[
+        list[str] | None,
+        typer.Option(help="A finished run of the same job on another size, measured as a probe."),
+    ] = None,
+    max_workers: Annotated[
+        int | None, typer.Option(min=1, help="Predict 1 to this many workers (default 4, or more).")
+    ] = None,
+    max_cost_ratio: Annotated[
+        float,
+        typer.Option(
+            min=1.0, help="Recommend the fastest size costing at most this times the cheapest."
+        ),
+    ] = 1.5,
+    json_output: JsonOption = False,
+    store: StoreOption = None,
+) -> None:
+    """Which cluster size to train this job on: its measured speed (and probes') turned into
+    predicted time and billable cost of reaching its final quality on 1..N workers."""
+    from scaletune.advice import advise_job
+
+    probes = list(probe_job or [])
+    if probe:
+        probes += _run_probes(job_id, probe, probe_steps, store, quiet=json_output)
+    with open_store(store) as records:
+        advice = advise_job(
+            records,
+            job_id,
+            metric=metric,
+            maximize=None if minimize is None else not minimize,
+            probe_ids=probes,
+            max_workers=max_workers,
+            max_cost_ratio=max_cost_ratio,
+            tolerance=tolerance,
+        )
+    if json_output:
+        print_json(advice.to_json_dict())
+        return
+    _show(advice)
+
+
+def _run_probes(
+    job_id: str, sizes: list[int], steps: int, store: str | None, *, quiet: bool
+) -> list[str]:
+    """Each probe is an ordinary job in the store (named probe-Nw), run to its end."""
+    from scaletune.advice import probe_spec
+    from scaletune.api import Session
+
+    with open_store(store) as records:
+        record = records.get_training_job(job_id)
+    specs = [probe_spec(record, size, steps) for size in sizes]
+    cpus = max(s.task_count * s.cluster.cpus_per_worker for s in specs)
+    backend = open_backend(specs[0].cluster.backend, None, cpus)
+    ids = []
+    with contextlib.closing(backend), Session(store, backend=backend) as session:
+        for spec in specs:
+            if not quiet:
+                err.print(f"probe: {spec.instance_count} worker(s), {steps} steps", highlight=False)
+            ran = session.controller.run(session.controller.prepare(spec))
+            if ran.status is not JobStatus.COMPLETED:
+                raise InvalidInputError(
+                    f"--probe {spec.instance_count}: probe job {ran.id} ended {ran.status.value}: "
+                    f"{ran.failure_reason}"
+                )
+            ids.append(ran.id)
+    return ids
+
+
+def _show(advice: Advice) -> None:
+    out.print(
+        f"job {advice.job_id}: {advice.metric} {advice.quality:.6g}, "
+        f"reached at step {advice.steps_to_quality}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    print_table(
+        out,
+        ["workers", "steps", "s/step", "wall s", "billable worker-s", "note"],
+        (
+            [
+                str(p.workers),
+                f"{p.steps:.1f}",
+                f"{p.step_seconds:.3g}",
+                f"{p.wall_seconds:.1f}",
+                f"{p.billable_seconds:.1f}",
+                ", ".join(
+                    note
+                    for note, applies in (
+                        ("recommended", p.workers == advice.recommended),
+                        ("measured", p.measured),
+                    )
+                    if applies
+                ),
+            ]
+            for p in advice.predictions
+        ),
+        title="Predicted time and cost to reach that quality",
+        right=["workers", "steps", "s/step", "wall s", "billable worker-s"],
+    )
+    for line in advice.basis:
+        out.print(f"- {line}", highlight=False, soft_wrap=True)
+    if advice.probes:
+        out.print(f"- probe jobs: {', '.join(advice.probes)}", highlight=False, soft_wrap=True)

@@ -1,0 +1,79 @@
+"""`scaletune advise`: a real 2-worker XGBoost job, advice from it alone and after a real
+probe on one worker; bad input refused with one line, exit code 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from scaletune.store import Store
+from tests.cli.test_cli import EXAMPLES, _cli
+
+
+@pytest.fixture
+def trained(store_path: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    code, out, _ = _cli(capsys, "train", str(EXAMPLES / "xgboost-csv.toml"), "--json")
+    assert code == 0
+    return str(json.loads(out)["id"])
+
+
+def test_advice_from_the_job_alone_then_after_a_probe(
+    store_path: Path, trained: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _cli(capsys, "advise", trained, "--json")
+    assert code == 0
+    alone = json.loads(out)
+    assert alone["metric"] == "validation:auc"  # the first validation metric; higher is better
+    assert [p["instance_count"] for p in alone["predictions"]] == [1, 2, 3, 4]
+    assert [p["measured_size"] for p in alone["predictions"]] == [False, True, False, False]
+    assert alone["recommended_instance_count"] in (1, 2, 3, 4)
+    assert 1 <= alone["steps_to_quality"] <= 50
+    # XGBoost: the same rounds on every size.
+    assert {p["steps"] for p in alone["predictions"]} == {alone["steps_to_quality"]}
+    with Store(f"sqlite:///{store_path}") as store:
+        measured = store.get_training_job(trained)
+    own = alone["predictions"][1]
+    assert own["wall_seconds"] <= (measured.wall_seconds or 0) + 1e-6
+    assert own["billable_seconds"] == pytest.approx(2 * own["wall_seconds"])
+
+    code, out, err = _cli(capsys, "advise", trained, "--probe", "1", "--probe-steps", "6", "--json")
+    assert code == 0, err
+    probed = json.loads(out)
+    (probe_id,) = probed["probes"]
+    assert [p["measured_size"] for p in probed["predictions"]][:2] == [True, True]
+    with Store(f"sqlite:///{store_path}") as store:
+        probe = store.get_training_job(probe_id)
+        assert (probe.instance_count, probe.hyperparameters["num_round"]) == (1, 6)
+        assert probe.status.value == "Completed"
+    code, out, _ = _cli(capsys, "advise", trained, "--probe-job", probe_id)
+    assert code == 0
+    assert "Predicted time and cost to reach that quality" in out
+    assert f"probe jobs: {probe_id}" in out
+
+
+def test_lower_is_better_is_read_from_the_metric_name(
+    trained: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _cli(capsys, "advise", trained, "--metric", "validation:logloss", "--json")
+    assert code == 0
+    advice = json.loads(out)
+    assert advice["metric"] == "validation:logloss"
+    assert any("validation:logloss" in line for line in advice["basis"])
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["nope"], "nope"),
+        (["{job}", "--metric", "validation:error"], "never reported 'validation:error'"),
+        (["{job}", "--probe", "2", "--probe-steps", "2"], "--probe-steps 2"),
+    ],
+)
+def test_bad_advice_requests_exit_2_with_one_line(
+    trained: str, capsys: pytest.CaptureFixture[str], args: list[str], expected: str
+) -> None:
+    code, _, err = _cli(capsys, "advise", *(a.format(job=trained) for a in args))
+    assert code == 2
+    assert expected in err and len(err.strip().splitlines()) == 1
