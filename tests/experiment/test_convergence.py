@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,11 +41,13 @@ def test_xgboost_experiment_with_a_cluster_size_sweep(session: Session, tmp_path
     assert result.tuned.record.hyperparameters == hyperband.best.hyperparameters  # type: ignore[union-attr]
     assert [p.phase_number for p in progress][-1] == progress[-1].phases == 6
     report = convergence_report(result)
-    page = _check_report(report.write(tmp_path / "out").parent, tables=3, pictures=4)
+    page = _check_report(report.write(tmp_path / "out").parent, tables=4, pictures=5)
+    _check_front(report, result)
     for title in (
         "Scaling out with the same settings",
         "Tuning the 3-worker job",
         "Cluster size, same settings",
+        "Quality against billable cost, cluster sizes 1..3",
         "reference: Hyperband",
         "0.63",
     ):
@@ -58,7 +61,35 @@ def test_dnn_experiment(session: Session, tmp_path: Path) -> None:
     result = run_convergence(session, plan, [2], seed=0)
     assert result.static[2].record.spec["distribution"]["mode"] == "async"
     assert len(result.static[1].curve) == plan.hyperparameters["epochs"]
-    _check_report(convergence_report(result).write(tmp_path / "out").parent, tables=2, pictures=3)
+    report = convergence_report(result)
+    _check_report(report.write(tmp_path / "out").parent, tables=3, pictures=4)
+    _check_front(report, result)
+
+
+def _check_front(report: Any, result: Any) -> None:
+    """The front's runs: none of the experiment's completed runs scores higher for less."""
+    (rows, note) = next((r, n) for t, r, n in report.tables if t.startswith("Quality against"))
+    header, *front = rows
+    assert header == [
+        "run",
+        "workers",
+        "validation " + result.plan.metric_label,
+        "billable worker-s",
+    ]
+    assert front and "completed runs: no other run scored higher" in note
+    runs = [
+        (run.record.final_metrics[result.plan.objective_metric], run.record.billable_seconds)
+        for run in result.static.values()
+    ]
+    for trials in (result.hyperband.trials, result.without_early_stopping.trials):
+        runs += [
+            (t.objective, t.billable_seconds) for t in trials if t.status is JobStatus.COMPLETED
+        ]
+    for _, _, score, cost in front:
+        assert not any(
+            s is not None and c is not None and s > float(score) + 1e-4 and c < float(cost) - 0.05
+            for s, c in runs
+        )
 
 
 def _trial(objective: float | None, end: float, cost: float) -> TrainingJobRecord:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from scaletune.experiment import _report, tuning_job_report
+from scaletune.experiment import _tuning_report, tuning_job_report
 from scaletune.store import Store
 from scaletune.tuning import summarize
 from tests.simulated import simulated_tuning
@@ -18,7 +18,7 @@ from tests.simulated import simulated_tuning
 def test_a_large_tuning_jobs_report_shows_the_best_and_files_them_all(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_report, "TABLE_ROWS", 10)
+    monkeypatch.setattr(_tuning_report, "TABLE_ROWS", 10)
     with Store(f"sqlite:///{tmp_path / 's.db'}") as store:
         record = simulated_tuning(store, 30)
         summary = summarize(store, record.id)

@@ -1,7 +1,8 @@
 """The convergence experiment (REFERENCE.md section 2) end to end, and its reports."""
 
+from scaletune.experiment._convergence_report import convergence_report
 from scaletune.experiment._plans import ExperimentPlan, ReferenceFigures, plan_for
-from scaletune.experiment._report import Report, convergence_report, tuning_job_report
+from scaletune.experiment._report import Report
 from scaletune.experiment._runner import (
     ExperimentProgress,
     ExperimentResult,
@@ -9,6 +10,7 @@ from scaletune.experiment._runner import (
     TuningRun,
     run_convergence,
 )
+from scaletune.experiment._tuning_report import tuning_job_report
 
 __all__ = [
     "ExperimentPlan",

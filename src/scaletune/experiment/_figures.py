@@ -15,7 +15,7 @@ from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
 from scaletune.store import JobStatus, MetricPoint, TrainingJobRecord, TrialRow
-from scaletune.tuning import TradeOff, hyperband_brackets
+from scaletune.tuning import hyperband_brackets
 
 Trial = TrainingJobRecord | TrialRow
 MANY_TRIALS = 200  # past this, lines thin out and markers go, so that 10,000 stay legible
@@ -173,35 +173,26 @@ def cost_against_quality(
 
 
 def pareto_front(
-    front: Sequence[TradeOff],
-    trials: Sequence[TrialRow],
-    objectives: Sequence[str],
-    maximize_first: bool,
+    front: Sequence[tuple[float, float, int]],
+    others: Sequence[tuple[float, float]],
+    axes_names: tuple[str, str],
+    maximize_quality: bool,
 ) -> bytes:
-    """The first objective against the second: the front as a step line, each of its points
-    labelled with its workers; the other completed trials as dots, where the second
-    objective is one of their costs (a reported metric is known for the front alone)."""
-    first, second = objectives
+    """Quality (y) against a cost (x): the front as a step line, each of its points labelled
+    with its workers, and the other runs as dots."""
+    cost, quality = axes_names
     figure, axes = plt.subplots(figsize=SIZE)
-    if second in ("billable_seconds", "wall_seconds"):
-        others = [
-            (getattr(t, second), t.objective)
-            for t in trials
-            if t.status is JobStatus.COMPLETED
-            and t.objective is not None
-            and getattr(t, second) is not None
-        ]
-        if others:
-            costs, values = zip(*others, strict=True)
-            axes.scatter(costs, values, s=8, color="grey", alpha=0.4, label="trials")
-    points = sorted((p.values[second], p.values[first], p.instance_count) for p in front)
+    if others:
+        xs, ys = zip(*others, strict=True)
+        axes.scatter(xs, ys, s=8, color="grey", alpha=0.4, label="other runs")
+    points = sorted(front)
     xs, ys, _ = zip(*points, strict=True)
     axes.step(xs, ys, where="post", color="tab:red", marker="o", label="Pareto front")
-    for x, y, size in points:
-        axes.annotate(f"{size}w", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
-    axes.set_xlabel(second)
-    axes.set_ylabel(first + (" (higher is better)" if maximize_first else " (lower is better)"))
-    axes.set_title("The Pareto front: the trials no other beats on every objective")
+    for x, y, workers in points:
+        axes.annotate(f"{workers}w", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    axes.set_xlabel(cost)
+    axes.set_ylabel(quality + (" (higher is better)" if maximize_quality else " (lower is better)"))
+    axes.set_title("The Pareto front: the runs no other beats on every objective")
     axes.grid(alpha=0.3)
     axes.legend(fontsize="small")
     return _png(figure)

@@ -1,0 +1,172 @@
+"""The report of any stored tuning job (`scaletune report ID`): its summary, its trade-offs
+(Pareto front, target), the analytics of every trial and the pictures."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from scaletune.spec._names import CLUSTER_SIZE
+from scaletune.store import JobStatus, MetricPoint, TrialRow
+from scaletune.tuning import ANALYTICS_COLUMNS, TrialMarks, TuningSummary, analytics_rows
+
+from . import _figures as figures
+from ._report import MISSING, Report, _cell, _csv, _number, _tuning, environment
+
+TABLE_ROWS = 100  # the analytics on the page: every trial, or this many best
+
+
+def tuning_job_report(
+    summary: TuningSummary,
+    trials: Sequence[TrialRow],
+    curves: Mapping[str, Sequence[MetricPoint]],
+    marks: TrialMarks | None = None,
+) -> Report:
+    """The report for any stored tuning job (`scaletune report ID`): every trial in
+    analytics.csv and the pictures; on the page, every trial too, or the best
+    `TABLE_ROWS` of a large job; with several objectives its Pareto front, with a target
+    the cheapest and fastest trials that reached it."""
+    record = summary.record
+    spec = record.spec
+    metric = str(spec.get("objective_metric"))
+    maximize = spec.get("objective_type") != "Minimize"
+    hyperband = spec.get("hyperband") or {}
+    rungs = (
+        figures.hyperband_rungs(
+            int(hyperband["min_resource"]),
+            int(hyperband["max_resource"]),
+            int(hyperband.get("eta", 3)),
+            hyperband.get("brackets"),
+        )
+        if str(spec.get("strategy")) == "Hyperband" and hyperband
+        else []
+    )
+    report = Report(
+        title=f"Tuning job {record.id}",
+        intro=(
+            f"{record.strategy} search of {metric} ({spec.get('objective_type')}), "
+            f"{summary.trial_count} trials, status {record.status.value}."
+        ),
+    )
+    report.tables.append(
+        (
+            "Summary",
+            [
+                ["measure", "value"],
+                ["best objective", _number(record.best_objective)],
+                ["best training job", record.best_training_job or MISSING],
+                [
+                    "trials",
+                    ", ".join(f"{v} {k.lower()}" for k, v in summary.job_counts.items() if v),
+                ],
+                ["billable worker-seconds", f"{summary.billable_seconds:.1f}"],
+                [
+                    "billable worker-seconds had no trial been stopped (estimated)",
+                    f"{summary.billable_seconds_without_early_stopping:.1f}",
+                ],
+                ["wall seconds", f"{record.wall_seconds or 0:.1f}"],
+            ],
+            "",
+        )
+    )
+    report.tables += _trade_off_tables(summary)
+    analytics = analytics_rows(record, list(trials), marks)
+    report.files["analytics.csv"] = _csv(analytics, [*spec.get("ranges", {}), *ANALYTICS_COLUMNS])
+    shown, note = analytics, "Every training job is in analytics.csv."
+    if len(analytics) > TABLE_ROWS:
+        sign = 1.0 if maximize else -1.0
+        shown = sorted(
+            (row for row in analytics if row["FinalObjectiveValue"] is not None),
+            key=lambda row: -sign * row["FinalObjectiveValue"],
+        )[:TABLE_ROWS]
+        note = f"The {len(shown)} best of {len(analytics)}; every training job is in analytics.csv."
+    columns = [
+        c
+        for c in [*spec.get("ranges", {}), *ANALYTICS_COLUMNS]
+        if c not in ("TrainingStartTime", "TrainingEndTime")
+    ]
+    rows = [list(columns)] + [[_cell(row.get(c)) for c in columns] for row in shown]
+    report.tables.append(("Training jobs (analytics)", rows, note))
+    report.pictures += [
+        (
+            "tuning-trials.png",
+            f"Every trial's {metric}; x marks where a trial was stopped.",
+            figures.tuning_trials(
+                trials, curves, metric, "step", rungs, f"{record.strategy} tuning", maximize
+            ),
+        ),
+        (
+            "cost-vs-best.png",
+            "Best objective so far against billable worker-seconds spent.",
+            figures.cost_against_quality({record.strategy: trials}, metric, None, maximize),
+        ),
+    ]
+    if summary.pareto_front:
+        quality, cost = (str(o["metric"]) for o in spec.get("objectives", [])[:2])
+        front = [
+            (p.values[cost], p.values[quality], p.instance_count) for p in summary.pareto_front
+        ]
+        # The other completed trials where the cost is one of theirs (a reported metric is
+        # known for the front alone).
+        others = [
+            (getattr(t, cost), t.objective)
+            for t in trials
+            if cost in ("billable_seconds", "wall_seconds")
+            and t.status is JobStatus.COMPLETED
+            and t.objective is not None
+            and getattr(t, cost) is not None
+        ]
+        report.pictures.append(
+            (
+                "pareto-front.png",
+                f"{quality} against {cost}: the Pareto front (each point labelled with its "
+                "workers), and the other completed trials.",
+                figures.pareto_front(front, others, (cost, quality), maximize),
+            )
+        )
+    report.configuration = {"tuning_job": spec, "environment": environment()}
+    report.data = {"summary": _tuning(summary, trials)}
+    return report
+
+
+def _trade_off_tables(summary: TuningSummary) -> list[tuple[str, list[list[str]], str]]:
+    """The Pareto front, and who reached the target at least cost and soonest."""
+    tables = []
+    tuned = [n for n in summary.record.spec.get("ranges", {}) if n != CLUSTER_SIZE]
+    if summary.pareto_front is not None:
+        names = [str(o["metric"]) for o in summary.record.spec.get("objectives", [])]
+        header = ["training job", "workers", *names, *tuned]
+        rows = [
+            [
+                point.job_id,
+                str(point.instance_count),
+                *(_number(point.values.get(name)) for name in names),
+                *(_cell(point.hyperparameters.get(name)) for name in tuned),
+            ]
+            for point in summary.pareto_front
+        ]
+        constraints = summary.record.spec.get("constraints") or []
+        note = f"{len(rows)} completed trials that no other beats on every objective" + (
+            ", among those that meet the constraints." if constraints else "."
+        )
+        tables.append(("Pareto front", [header, *rows], note))
+    if summary.target is not None:
+        target = summary.target
+        header = ["choice", "training job", "workers", "billable worker-seconds", "wall seconds"]
+        rows = [
+            [
+                label,
+                point.job_id,
+                str(point.instance_count),
+                _number(point.values.get("billable_seconds")),
+                _number(point.values.get("wall_seconds")),
+            ]
+            for label, point in (("cheapest", target.cheapest), ("fastest", target.fastest))
+            if point is not None
+        ]
+        note = (
+            f"{target.reached} trials reached {target.metric} = {target.target:g}."
+            if target.reached
+            else f"No trial reached {target.metric} = {target.target:g}."
+        )
+        tables.append(("Target", [header, *rows], note))
+    return tables
