@@ -64,3 +64,31 @@ def test_bad_tuners_are_refused(session: Session) -> None:
         ).fit(CHANNELS)
     with pytest.raises(RuntimeError, match="call fit"):
         Tuner(_estimator(session), "validation:auc", {}).describe()
+
+
+def test_several_objectives_and_a_constraint_through_the_api(session: Session) -> None:
+    tuner = Tuner(
+        _estimator(session),
+        objective_metric_name="validation:auc",
+        hyperparameter_ranges={
+            "eta": ContinuousRange(min_value=0.05, max_value=1),
+            "instance_count": IntegerRange(min_value=1, max_value=2),
+        },
+        objectives=[
+            {"metric": "validation:auc", "type": "Maximize"},
+            {"metric": "billable_seconds", "type": "Minimize"},
+        ],
+        constraints=["validation:auc >= 0.5"],
+        strategy="Random",
+        max_jobs=3,
+        max_parallel_jobs=2,
+    )
+    tuner.fit(CHANNELS)
+    description = tuner.describe()
+    assert description["status"] == "Completed"
+    assert description["constraints"] == ["validation:auc >= 0.5"]
+    front = description["pareto_front"]
+    assert front and all(p["objectives"]["validation:auc"] >= 0.5 for p in front)
+    assert {p["instance_count"] for p in front} <= {1, 2}
+    frame = tuner.analytics().dataframe()
+    assert frame["ParetoFront"].sum() == len(front)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from scaletune.api._estimator import ChannelInput, Estimator
@@ -77,7 +77,12 @@ class Tuner:
         target_objective: float | None = None,
         max_jobs_without_improvement: int | None = None,
         name: str | None = None,
+        objectives: Sequence[Mapping[str, str]] | None = None,
+        constraints: Sequence[str | Mapping[str, Any]] | None = None,
     ) -> None:
+        """`objectives`: several at once, the first being `objective_metric_name`'s, e.g.
+        [{"metric": "validation:auc", "type": "Maximize"}, {"metric": "billable_seconds",
+        "type": "Minimize"}]; `constraints`: e.g. ["validation:auc >= 0.78"]."""
         self.estimator = estimator
         self._fields: dict[str, Any] = {
             "objective_metric": objective_metric_name,
@@ -94,6 +99,8 @@ class Tuner:
             "name": name,
             "target_objective": target_objective,
             "max_jobs_without_improvement": max_jobs_without_improvement,
+            "objectives": [dict(o) for o in objectives] if objectives else None,
+            "constraints": list(constraints) if constraints else None,
         }
         self._fields.update({key: value for key, value in optional.items() if value is not None})
         self.latest_tuning_job: TuningJob | None = None
@@ -123,6 +130,8 @@ class Tuner:
         return self.latest_tuning_job
 
     def describe(self) -> dict[str, Any]:
+        """Best job and objective, job counts, cost, wall time; with several objectives the
+        Pareto front (`pareto_front`), with a target the cheapest and fastest to reach it."""
         return self._latest().describe()
 
     def best_training_job(self) -> str | None:
