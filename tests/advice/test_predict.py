@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from scaletune.advice import RunMeasure, StepTimeModel, predict
+from scaletune.advice import OverheadModel, RunMeasure, StepTimeModel, predict
 
 
 def _run(workers: int, step_seconds: float, overhead: float = 2.0, steps: int = 10) -> RunMeasure:
@@ -70,3 +70,13 @@ def test_the_recommendation_is_the_fastest_size_within_the_cost_ratio() -> None:
 def test_a_parameter_server_jobs_chief_and_servers_are_billed_too() -> None:
     predictions, _, _ = predict(_run(2, 1.0), 10, max_workers=2, extra_tasks=2)
     assert predictions[1].billable_seconds == pytest.approx(4 * predictions[1].wall_seconds)
+
+
+def test_the_time_outside_steps_grows_with_the_workers_it_starts() -> None:
+    model = OverheadModel.fit([_run(1, 1.0, overhead=3.0), _run(2, 0.6, overhead=4.0)])
+    assert (model.fixed, model.per_worker) == pytest.approx((2.0, 1.0))
+    assert model.at(4) == pytest.approx(6.0)
+    # Falling with more workers is noise, not a trend: the mean on every size.
+    flat = OverheadModel.fit([_run(1, 1.0, overhead=4.0), _run(2, 0.6, overhead=3.0)])
+    assert (flat.fixed, flat.per_worker) == (3.5, 0.0)
+    assert OverheadModel.fit([_run(2, 1.0, overhead=5.0)]).at(8) == 5.0

@@ -5,10 +5,17 @@ CLI as ordinary jobs."""
 
 from scaletune.advice._advise import advise_job, probe_spec
 from scaletune.advice._measure import RunMeasure, first_reaching, lower_is_better, measure_run
-from scaletune.advice._predict import Advice, SizePrediction, StepTimeModel, predict
+from scaletune.advice._predict import (
+    Advice,
+    OverheadModel,
+    SizePrediction,
+    StepTimeModel,
+    predict,
+)
 
 __all__ = [
     "Advice",
+    "OverheadModel",
     "RunMeasure",
     "SizePrediction",
     "StepTimeModel",

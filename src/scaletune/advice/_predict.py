@@ -8,7 +8,8 @@ latency per peer, machines' cores shared by more processes). One measured size c
 them apart and is read as all parallel (the best case); two sizes fit the parallel and the
 exchange parts; three or more fit all three (non-negative least squares: the subset of
 terms with non-negative coefficients that fits best). The time outside steps (start-up,
-loading, saving) is taken from the nearest measured size.
+loading, saving) is a + b n over the measured sizes (b at 0 or above: processes to start per
+worker; one size: the same on every size).
 
 Steps to reach the quality: the same on every size for XGBoost (its histograms are summed
 over all workers, so a round is the same round), and, for the data-parallel classifier with
@@ -76,6 +77,33 @@ class StepTimeModel:
 
 
 @dataclass(frozen=True)
+class OverheadModel:
+    """Seconds outside steps on n workers: fixed + per_worker x n."""
+
+    fixed: float
+    per_worker: float = 0.0
+
+    @classmethod
+    def fit(cls, measures: Sequence[RunMeasure]) -> OverheadModel:
+        sizes = np.array([m.workers for m in measures], dtype=float)
+        seconds = np.array([m.overhead_seconds for m in measures])
+        if len(set(sizes.tolist())) == 1:
+            return cls(float(seconds.mean()))
+        slope, intercept = np.polyfit(sizes, seconds, 1)
+        if slope <= 0:
+            return cls(float(seconds.mean()))
+        return cls(float(intercept), float(slope))
+
+    def at(self, workers: int) -> float:
+        return max(0.0, self.fixed + self.per_worker * workers)
+
+    def describe(self) -> str:
+        if self.per_worker == 0:
+            return f"{self.fixed:.3g} s on every size"
+        return f"{self.fixed:.3g} s + {self.per_worker:.3g} s x workers"
+
+
+@dataclass(frozen=True)
 class SizePrediction:
     workers: int
     steps: float  # steps to reach the quality
@@ -138,11 +166,13 @@ def predict(
     """Predictions on 1..max_workers, the recommended size, and the basis in words."""
     measures = [base, *probes]
     model = StepTimeModel.fit(measures)
+    overhead = OverheadModel.fit(measures)
     basis = [
         f"step time {base.step_seconds:.3g} s on {base.workers} worker(s)"
         + "".join(f", {p.step_seconds:.3g} s on {p.workers} (probe)" for p in probes),
         f"fitted: {model.describe()}"
         + ("" if probes else " (one size measured: read as all parallel, the best case)"),
+        f"outside steps: {overhead.describe()}",
     ]
     scale_steps = noise_scale is not None and per_worker_batch is not None
     if scale_steps:
@@ -160,9 +190,8 @@ def predict(
             steps *= (1 + workers * per_worker_batch / noise_scale) / (
                 1 + base.workers * per_worker_batch / noise_scale
             )
-        nearest = min(measures, key=lambda m: (abs(m.workers - workers), -m.workers))
         step = model.at(workers)
-        wall = nearest.overhead_seconds + steps * step
+        wall = overhead.at(workers) + steps * step
         predictions.append(
             SizePrediction(
                 workers=workers,
