@@ -323,11 +323,17 @@ def _show(summary: TuningSummary, json_output: bool) -> None:
         )
         for label, point in (("cheapest", target.cheapest), ("fastest", target.fastest)):
             if point is not None:
+                settings = ", ".join(
+                    f"{k}={v}"
+                    for k, v in sorted(point.hyperparameters.items())
+                    if k != CLUSTER_SIZE
+                )
                 table.add_row(
                     f"  {label}",
                     f"{point.job_id} on {point.instance_count} worker(s): "
                     f"{point.values.get('billable_seconds', 0):.1f} worker-seconds, "
-                    f"{point.values.get('wall_seconds', 0):.1f} s",
+                    f"{point.values.get('wall_seconds', 0):.1f} s"
+                    + (f"; {settings}" if settings else ""),
                 )
     out.print(table)
     if summary.pareto_front is not None:
