@@ -47,6 +47,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.dnn_modes --epochs 5
 	$(BIN)/python -m benchmarks.dnn_overhead
 	$(BIN)/python -m benchmarks.script_overhead
+	$(BIN)/python -m benchmarks.advice_accuracy
 	$(BIN)/python -m benchmarks.tf_overhead
 	$(BIN)/python -m benchmarks.tf_convergence
 	$(BIN)/python -m benchmarks.checkpoint_overhead
@@ -71,6 +72,7 @@ bench-test: $(BENCH_STAMP)  # the simulation tests again, with YAHPO's surrogate
 bench-tuning: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python -m benchmarks.tuning.run
 	$(BENCH_VENV)/bin/python -m benchmarks.tuning.run --task-set other
+	$(BENCH_VENV)/bin/python -m benchmarks.tuning.multi_objective
 
 bench-overhead: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python -m benchmarks.overhead.decisions

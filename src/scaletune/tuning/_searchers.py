@@ -276,14 +276,19 @@ def bayesian_searcher(
     *,
     objectives: Sequence[ObjectiveType] = (),
 ) -> OptunaSearcher:
-    """TPE (with several objectives, MOTPE: its good group is the best non-dominated
-    fronts); the first `n_startup` proposals are random. `constant_liar` keeps parallel
-    proposals apart while their results are pending."""
+    """TPE; the first `n_startup` proposals are random. With one objective, multivariate,
+    and `constant_liar` keeps parallel proposals apart while their results are pending. With
+    several (MOTPE: its good group is the best non-dominated fronts), Optuna's defaults,
+    independent and without the liar: on LCBench with three objectives those find a front of
+    0.98 hypervolume against 0.88 (10 tasks x 2 seeds, tuning_multi_objective_control.md)."""
     from optuna.samplers import TPESampler
 
-    sampler = TPESampler(
-        seed=seed, n_startup_trials=n_startup, multivariate=True, constant_liar=True
-    )
+    if len(objectives) > 1:
+        sampler = TPESampler(seed=seed, n_startup_trials=n_startup)
+    else:
+        sampler = TPESampler(
+            seed=seed, n_startup_trials=n_startup, multivariate=True, constant_liar=True
+        )
     return OptunaSearcher(ranges, sampler, objective, objectives=objectives)
 
 
