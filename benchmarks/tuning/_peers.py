@@ -15,6 +15,30 @@ from benchmarks.tuning._problem import EPOCHS, METRIC, MIN_RESOURCE, SPACE, rand
 REDUCTION = 3
 
 
+def optuna_config(trial: Any) -> dict[str, object]:
+    """LCBench's seven hyperparameters from an Optuna trial, each on its own scale."""
+    config: dict[str, object] = {}
+    for name, (low, high, integer, log) in SPACE.items():
+        if integer:
+            config[name] = trial.suggest_int(name, int(low), int(high), log=log)
+        else:
+            config[name] = trial.suggest_float(name, low, high, log=log)
+    return config
+
+
+def syne_space() -> dict[str, Any]:
+    """LCBench's seven hyperparameters as a Syne Tune configuration space."""
+    from syne_tune.config_space import lograndint, loguniform, randint, uniform
+
+    space: dict[str, Any] = {}
+    for name, (low, high, integer, log) in SPACE.items():
+        if integer:
+            space[name] = (lograndint if log else randint)(int(low), int(high))
+        else:
+            space[name] = (loguniform if log else uniform)(low, high)
+    return space
+
+
 class OptunaPolicy:
     """TPE proposes, HyperbandPruner prunes (report / should_prune at every epoch)."""
 
@@ -34,14 +58,8 @@ class OptunaPolicy:
 
     def suggest(self) -> tuple[int, dict[str, object]]:
         trial = self.study.ask()
-        config: dict[str, object] = {}
-        for name, (low, high, integer, log) in SPACE.items():
-            if integer:
-                config[name] = trial.suggest_int(name, int(low), int(high), log=log)
-            else:
-                config[name] = trial.suggest_float(name, low, high, log=log)
         self.trials[trial.number] = trial
-        return trial.number, config
+        return trial.number, optuna_config(trial)
 
     def on_report(self, trial: int, epoch: int, value: float) -> bool:
         handle = self.trials[trial]
@@ -107,17 +125,11 @@ class SynePolicy:
 
     def __init__(self, seed: int, kind: str) -> None:
         from syne_tune.backend.trial_status import Trial
-        from syne_tune.config_space import lograndint, loguniform, randint, uniform
         from syne_tune.optimizer.baselines import ASHA, BOHB
 
         np.random.seed(seed)  # its bracket draw, as Ray's
         self._trial_type = Trial
-        space: dict[str, Any] = {}
-        for name, (low, high, integer, log) in SPACE.items():
-            if integer:
-                space[name] = (lograndint if log else randint)(int(low), int(high))
-            else:
-                space[name] = (loguniform if log else uniform)(low, high)
+        space = syne_space()
         scheduler_type = {"ASHA": ASHA, "BOHB": BOHB}[kind]
         self.scheduler = scheduler_type(
             space,

@@ -51,15 +51,21 @@ STRATEGIES: dict[str, dict[str, Any]] = {
 }
 
 
-def tuning_spec(strategy: str, task: Task, seed: int) -> TuningJobSpec:
-    ranges: dict[str, Any] = {}
-    for name, (low, high, integer, log) in SPACE.items():
-        ranges[name] = {
+def lcbench_ranges() -> dict[str, Any]:
+    """LCBench's seven hyperparameters as a tuning job's ranges, each on its own scale."""
+    return {
+        name: {
             "type": "Integer" if integer else "Continuous",
             "min_value": int(low) if integer else low,
             "max_value": int(high) if integer else high,
             "scaling": "Logarithmic" if log else "Linear",
         }
+        for name, (low, high, integer, log) in SPACE.items()
+    }
+
+
+def tuning_spec(strategy: str, task: Task, seed: int) -> TuningJobSpec:
+    ranges = lcbench_ranges()
     return tuning_spec_from_dict(
         {
             "name": f"lcbench-{task.name}",

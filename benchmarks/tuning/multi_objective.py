@@ -128,15 +128,9 @@ def volume(front: list[Point]) -> float:
 
 
 def _ranges() -> dict[str, Any]:
-    ranges: dict[str, Any] = {
-        name: {
-            "type": "Integer" if integer else "Continuous",
-            "min_value": int(low) if integer else low,
-            "max_value": int(high) if integer else high,
-            "scaling": "Logarithmic" if log else "Linear",
-        }
-        for name, (low, high, integer, log) in SPACE.items()
-    }
+    from benchmarks.tuning._scaletune import lcbench_ranges
+
+    ranges = lcbench_ranges()
     ranges["instance_count"] = {"type": "Integer", "min_value": 1, "max_value": MAX_WORKERS}
     return ranges
 
@@ -265,13 +259,10 @@ class OptunaPolicy:
         self.trials: dict[int, Any] = {}
 
     def suggest(self) -> tuple[int, dict[str, object], int]:
+        from benchmarks.tuning._peers import optuna_config
+
         trial = self.study.ask()
-        config: dict[str, object] = {}
-        for name, (low, high, integer, log) in SPACE.items():
-            if integer:
-                config[name] = trial.suggest_int(name, int(low), int(high), log=log)
-            else:
-                config[name] = trial.suggest_float(name, low, high, log=log)
+        config = optuna_config(trial)
         workers = trial.suggest_int("instance_count", 1, MAX_WORKERS)
         self.trials[trial.number] = trial
         return trial.number, config, workers
@@ -295,17 +286,14 @@ class SyneMOASHAPolicy:
 
     def __init__(self, seed: int) -> None:
         from syne_tune.backend.trial_status import Trial
-        from syne_tune.config_space import lograndint, loguniform, randint, uniform
+        from syne_tune.config_space import randint
         from syne_tune.optimizer.schedulers.multiobjective.moasha import MOASHA
+
+        from benchmarks.tuning._peers import syne_space
 
         np.random.seed(seed)
         self._trial_type = Trial
-        space: dict[str, Any] = {}
-        for name, (low, high, integer, log) in SPACE.items():
-            if integer:
-                space[name] = (lograndint if log else randint)(int(low), int(high))
-            else:
-                space[name] = (loguniform if log else uniform)(low, high)
+        space = syne_space()
         space["instance_count"] = randint(1, MAX_WORKERS)
         self.scheduler = MOASHA(
             space,
