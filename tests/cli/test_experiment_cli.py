@@ -57,7 +57,10 @@ def test_demo_runs_the_small_experiment_and_says_where_the_report_is(
     assert "[7/7]" not in err and "[5/5] best tuned settings on 3 worker(s)" in err  # plain lines
     rendered = _render(tmp_path / "demo" / "report.html", tmp_path)
     assert rendered.returncode == 0, rendered.stderr[-2000:]
-    assert rendered.stdout.count("<table ") == 2 and rendered.stdout.count("<img ") == 3
+    # Scaling out, tuning, and quality against billable cost: a table each; three pictures
+    # and the front's.
+    assert rendered.stdout.count("<table ") == 3 and rendered.stdout.count("<img ") == 4
+    assert "Quality against billable cost, cluster sizes 1..3" in rendered.stdout
 
 
 def _render(page: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
