@@ -73,16 +73,24 @@ def tuning_spec(strategy: str, task: Task, seed: int) -> TuningJobSpec:
             "objective_type": "Maximize",
             **STRATEGIES[strategy],
             "ranges": ranges,
-            "max_jobs": 10_000,  # the budget is time
-            "max_parallel_jobs": WORKERS,
-            "max_runtime_seconds": task.budget_seconds,
-            "seed": seed,
-            "training": {
-                "algorithm": "script",
-                "script": {"entry_point": f"yahpo-lcbench {task.name}"},  # what trials stand for
-            },
+            **budget_and_trials(task, seed),
         }
     )
+
+
+def budget_and_trials(task: Task, seed: int) -> dict[str, Any]:
+    """What every LCBench tuning job shares: the time budget, WORKERS trials at a time, the
+    seed, and trials that stand for the task's curves."""
+    return {
+        "max_jobs": 10_000,  # the budget is time
+        "max_parallel_jobs": WORKERS,
+        "max_runtime_seconds": task.budget_seconds,
+        "seed": seed,
+        "training": {
+            "algorithm": "script",
+            "script": {"entry_point": f"yahpo-lcbench {task.name}"},  # what trials stand for
+        },
+    }
 
 
 def run_scaletune(strategy: str, task: Task, seed: int) -> Trajectory:

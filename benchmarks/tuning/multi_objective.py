@@ -136,6 +136,7 @@ def _ranges() -> dict[str, Any]:
 
 
 def run_scaletune(method: str, task: Task, seed: int) -> list[Point]:
+    from benchmarks.tuning._scaletune import budget_and_trials
     from scaletune.simulation import simulate_tuning
 
     if method == CONTROL:
@@ -151,14 +152,7 @@ def run_scaletune(method: str, task: Task, seed: int) -> list[Point]:
             ],
             **OURS[method],
             "ranges": _ranges(),
-            "max_jobs": 10_000,  # the budget is time
-            "max_parallel_jobs": WORKERS,
-            "max_runtime_seconds": task.budget_seconds,
-            "seed": seed,
-            "training": {
-                "algorithm": "script",
-                "script": {"entry_point": f"yahpo-lcbench {task.name}"},
-            },
+            **budget_and_trials(task, seed),
         }
     )
     with (
