@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from scaletune.spec import HyperparameterValue
+if TYPE_CHECKING:  # a type alias only: reading a job needs none of the spec models
+    from scaletune.spec import HyperparameterValue
 
 GNS_METRIC = "gns:b_simple"
 

@@ -1,7 +1,7 @@
 """Several objectives and constraints of a tuning job: quality, cost and time together.
 
 An objective or a constraint names a metric the job reports, or one of the trial's own costs
-(`COST_METRICS`: its billable worker-seconds, its wall time), which every job has. A
+(`COST_METRICS` in `_names`: its billable worker-seconds, its wall time), which every job has. A
 constraint is written as a table (`{metric = "validation:auc", min = 0.78}`) or, the same, as
 one line (`"validation:auc >= 0.78"`)."""
 
@@ -12,13 +12,8 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from scaletune.spec._ranges import ObjectiveType
+from scaletune.spec._names import ObjectiveType
 from scaletune.spec._training import _Frozen
-
-# The costs every trial records, usable as objectives or constraints beside reported metrics.
-BILLABLE_SECONDS = "billable_seconds"
-WALL_SECONDS = "wall_seconds"
-COST_METRICS = (BILLABLE_SECONDS, WALL_SECONDS)
 
 _CONSTRAINT_LINE = re.compile(r"^\s*(?P<metric>\S+)\s*(?P<op>>=|<=)\s*(?P<bound>\S+)\s*$")
 
@@ -65,25 +60,3 @@ class ConstraintSpec(_Frozen):
                 f"the constraint on {self.metric!r}: min={self.min:g} is above max={self.max:g}"
             )
         return self
-
-    def holds(self, value: float | None) -> bool:
-        """A trial that never reached the metric does not meet the constraint."""
-        if value is None:
-            return False
-        return (self.min is None or value >= self.min) and (self.max is None or value <= self.max)
-
-    def violation(self, value: float | None) -> float:
-        """How far outside its bounds (0 when it holds): what constrained samplers minimise."""
-        if value is None:
-            return float("inf")
-        below = 0.0 if self.min is None else max(0.0, self.min - value)
-        above = 0.0 if self.max is None else max(0.0, value - self.max)
-        return below + above
-
-    def describe(self) -> str:
-        parts = []
-        if self.min is not None:
-            parts.append(f"{self.metric} >= {self.min:g}")
-        if self.max is not None:
-            parts.append(f"{self.metric} <= {self.max:g}")
-        return " and ".join(parts)

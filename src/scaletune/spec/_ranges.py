@@ -17,11 +17,6 @@ CategoryValue = str | int | float | bool
 AUTO_LOG_DECADES = 3.0
 
 
-class ObjectiveType(StrEnum):
-    MAXIMIZE = "Maximize"
-    MINIMIZE = "Minimize"
-
-
 class Scaling(StrEnum):
     AUTO = "Auto"
     LINEAR = "Linear"

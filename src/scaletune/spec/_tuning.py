@@ -9,12 +9,11 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, model_validator
 
 from scaletune.errors import InvalidInputError
-from scaletune.spec._names import CLUSTER_SIZE
-from scaletune.spec._objectives import COST_METRICS, ConstraintSpec, ObjectiveSpec
+from scaletune.spec._names import CLUSTER_SIZE, COST_METRICS, ObjectiveType
+from scaletune.spec._objectives import ConstraintSpec, ObjectiveSpec
 from scaletune.spec._ranges import (
     CategoricalRange,
     ContinuousRange,
-    ObjectiveType,
     ParameterRange,
     Range,
 )

@@ -7,20 +7,61 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from scaletune.spec._objectives import (
-    BILLABLE_SECONDS,
-    WALL_SECONDS,
-    ConstraintSpec,
-    ObjectiveSpec,
-)
-from scaletune.spec._ranges import ObjectiveType
+from scaletune.spec._names import BILLABLE_SECONDS, WALL_SECONDS, ObjectiveType
 from scaletune.tuning._pareto import Direction
+
+if TYPE_CHECKING:
+    from scaletune.spec import ConstraintSpec, ObjectiveSpec
 
 # What a constrained sampler is told for a constraint a trial never reported (it must rank
 # below every measured violation, and Optuna refuses NaN).
 _UNKNOWN_VIOLATION = 1e12
+
+
+@dataclass(frozen=True)
+class Objective:
+    metric: str
+    type: ObjectiveType
+
+    @property
+    def maximize(self) -> bool:
+        return self.type is ObjectiveType.MAXIMIZE
+
+    def as_dict(self) -> dict[str, str]:
+        return {"metric": self.metric, "type": self.type.value}
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A trial is feasible when its final value of `metric` is within [min, max]."""
+
+    metric: str
+    min: float | None = None
+    max: float | None = None
+
+    def holds(self, value: float | None) -> bool:
+        """A trial that never reached the metric does not meet the constraint."""
+        if value is None:
+            return False
+        return (self.min is None or value >= self.min) and (self.max is None or value <= self.max)
+
+    def violation(self, value: float | None) -> float:
+        """How far outside its bounds (0 when it holds): what constrained samplers minimise."""
+        if value is None:
+            return float("inf")
+        below = 0.0 if self.min is None else max(0.0, self.min - value)
+        above = 0.0 if self.max is None else max(0.0, value - self.max)
+        return below + above
+
+    def describe(self) -> str:
+        parts = []
+        if self.min is not None:
+            parts.append(f"{self.metric} >= {self.min:g}")
+        if self.max is not None:
+            parts.append(f"{self.metric} <= {self.max:g}")
+        return " and ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -42,8 +83,8 @@ class TrialCosts:
 
 @dataclass(frozen=True)
 class Goals:
-    objectives: tuple[ObjectiveSpec, ...]
-    constraints: tuple[ConstraintSpec, ...] = ()
+    objectives: tuple[Objective, ...]
+    constraints: tuple[Constraint, ...] = ()
 
     @classmethod
     def of_spec(
@@ -51,12 +92,15 @@ class Goals:
         objectives: Sequence[ObjectiveSpec],
         constraints: Sequence[ConstraintSpec] = (),
     ) -> Goals:
-        return cls(tuple(objectives), tuple(constraints))
+        return cls(
+            tuple(Objective(o.metric, o.type) for o in objectives),
+            tuple(Constraint(c.metric, c.min, c.max) for c in constraints),
+        )
 
     @classmethod
     def of_record(cls, spec: Mapping[str, Any]) -> Goals:
-        """From a stored tuning spec, without validating the whole job again (which would
-        load its algorithm): only its objectives and constraints."""
+        """From a stored tuning spec, validated when the job was created: only its objectives
+        and constraints, without the spec models (reading a job stays light)."""
         raw = spec.get("objectives") or [
             {
                 "metric": spec.get("objective_metric"),
@@ -64,8 +108,11 @@ class Goals:
             }
         ]
         return cls(
-            tuple(ObjectiveSpec.model_validate(o) for o in raw),
-            tuple(ConstraintSpec.model_validate(c) for c in spec.get("constraints") or []),
+            tuple(Objective(str(o["metric"]), ObjectiveType(o["type"])) for o in raw),
+            tuple(
+                Constraint(str(c["metric"]), c.get("min"), c.get("max"))
+                for c in spec.get("constraints") or []
+            ),
         )
 
     @property

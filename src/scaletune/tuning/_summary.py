@@ -41,7 +41,7 @@ class TuningSummary:
             "strategy": self.record.strategy,
             "objective_metric": self.record.spec.get("objective_metric"),
             "objective_type": self.record.spec.get("objective_type"),
-            "objectives": [o.model_dump(mode="json") for o in goals.objectives],
+            "objectives": [o.as_dict() for o in goals.objectives],
             "constraints": [c.describe() for c in goals.constraints],
             "best_training_job": self.record.best_training_job,
             "best_objective": self.record.best_objective,

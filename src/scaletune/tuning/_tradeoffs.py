@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from scaletune.spec._objectives import BILLABLE_SECONDS, WALL_SECONDS
-from scaletune.spec._ranges import ObjectiveType
+from scaletune.spec._names import BILLABLE_SECONDS, WALL_SECONDS, ObjectiveType
 from scaletune.store import JobStatus, Store, TrialRow, TuningJobRecord
 from scaletune.tuning._objectives import Goals, TrialCosts
 from scaletune.tuning._pareto import pareto_front
