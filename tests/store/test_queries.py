@@ -11,6 +11,8 @@ from scaletune.store import (
     NewTrainingJob,
     NewTuningJob,
     Store,
+    TrialOrder,
+    TrialSortKey,
 )
 
 
@@ -134,6 +136,29 @@ def test_rows_come_in_trial_order_and_page(tuned: Store) -> None:
     assert (rows[1].full_resource, rows[1].seconds_per_step) == (27, 0.5)
     assert rows[1].hyperparameters == {"eta": 0.1}
     assert [row.trial_number for row in tuned.trials.rows("t", limit=2, offset=3)] == [3, 4]
+
+
+@pytest.mark.parametrize("key", list(TrialSortKey))
+@pytest.mark.parametrize("descending", [False, True], ids=["ascending", "descending"])
+def test_every_page_of_a_sort_is_its_slice_of_the_whole_sorted_list(
+    tuned: Store, key: TrialSortKey, descending: bool
+) -> None:
+    """Pages are read by sorting the keys alone, then joining the page's rows: the same order,
+    ties and rows with no value (last) included, as sorting every whole row."""
+    order = TrialOrder(key, descending)
+    whole = [row.trial_number for row in tuned.trials.rows("t", order=order)]
+    assert sorted(whole) == [0, 1, 2, 3, 4, 5]
+    for size in (1, 2, 4):
+        pages = [
+            [
+                row.trial_number
+                for row in tuned.trials.rows("t", limit=size, offset=start, order=order)
+            ]
+            for start in range(0, 7, size)
+        ]
+        assert [n for page in pages for n in page] == whole
+    full_rows = tuned.trials.rows("t", order=order)
+    assert tuned.trials.rows("t", limit=3, offset=2, order=order) == full_rows[2:5]
 
 
 def test_curves_are_one_metric_of_one_tuning_jobs_trials_in_step_order(tuned: Store) -> None:
