@@ -7,7 +7,9 @@
    - simulation time per trial (the real tuning loop and store writes, no training);
    - `tuning show ID`, `tuning analytics ID --csv F`, `jobs list --tuning-job ID`, and
      `report ID` as commands (wall time including Python's start; peak RSS of the process);
-   - one trial's metric curve (`Store.metrics`, in process: the read a console makes).
+   - one trial's metric curve (`Store.metrics`, in process: the read a console makes);
+   - the console's trials table at its middle page, best first (in process), beside the same
+     page read by sorting whole rows (the read before it sorted the keys alone).
 PostgreSQL runs on a throw-away local server (scripts/test-postgres.sh), synchronous_commit
 off: the same class of durability as SQLite's WAL with synchronous=NORMAL.
 
@@ -42,6 +44,9 @@ TARGETS = {  # issue 15's targets at 10,000 trials on SQLite, in seconds
     "report": 10.0,
 }
 
+PAGE = 50  # the console's trials per page
+PAGE_READ = "trials page (middle, best first)"
+PAGE_CONTROL = "the same page, whole rows sorted (control)"
 
 # `python -m scaletune ARGS` that prints its own peak RSS (VmHWM, KiB) on stderr as it exits:
 # the kernel's rusage of a child also counts the parent it was forked from.
@@ -151,6 +156,8 @@ def one_size(kind: str, size: int, url: str, folder: Path, repeats: int) -> dict
         "in_process_seconds": summary(curve_seconds),
         "peak_rss_mib": None,
     }
+    for name, seconds in _middle_page(url, record.id, size, repeats).items():
+        reads[name] = {"seconds": seconds, "in_process_seconds": seconds, "peak_rss_mib": None}
     return {
         "store": kind,
         "trials": size,
@@ -159,6 +166,42 @@ def one_size(kind: str, size: int, url: str, folder: Path, repeats: int) -> dict
         "simulation_ms_per_trial": 1000 * simulated / size,
         "reads": reads,
     }
+
+
+def _middle_page(url: str, tuning_id: str, size: int, repeats: int) -> dict[str, Any]:
+    """The console's trials table at its middle page, best first: the store's read (the page's
+    keys sorted alone, then its rows) beside the same page sorted as whole rows, alternated."""
+    from sqlalchemy import select
+
+    from scaletune.store import TrialOrder, TrialSortKey
+    from scaletune.store._queries import _ROW_COLUMNS
+    from scaletune.store._schema import training_jobs
+
+    order = TrialOrder(TrialSortKey.OBJECTIVE, descending=True)
+    offset = size // 2
+    whole_rows = (
+        select(*_ROW_COLUMNS)
+        .where(training_jobs.c.tuning_job_id == tuning_id)
+        .order_by(*order.clauses())
+        .offset(offset)
+        .limit(PAGE)
+    )
+    samples: dict[str, list[float]] = {PAGE_READ: [], PAGE_CONTROL: []}
+    with Store(url) as store:
+        page = [
+            row.id for row in store.trials.rows(tuning_id, limit=PAGE, offset=offset, order=order)
+        ]
+        with store._autocommit.connect() as conn:  # the control reads the same page
+            assert [row.id for row in conn.execute(whole_rows)] == page
+        for _ in range(repeats):
+            began = time.perf_counter()
+            store.trials.rows(tuning_id, limit=PAGE, offset=offset, order=order)
+            samples[PAGE_READ].append(time.perf_counter() - began)
+            began = time.perf_counter()
+            with store._autocommit.connect() as conn:
+                list(conn.execute(whole_rows))
+            samples[PAGE_CONTROL].append(time.perf_counter() - began)
+    return {name: summary(values) for name, values in samples.items()}
 
 
 def _in_process(url: str, tuning_id: str, out: Path, repeats: int) -> dict[str, Any]:
