@@ -134,6 +134,9 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--screenshots", type=Path, default=None)
+    parser.add_argument(
+        "--name", default="console_pages", help="results/NAME.md (another run beside)"
+    )
     args = parser.parse_args()
     path = chromium_path()
     if path is None:
@@ -149,7 +152,7 @@ def main() -> None:
         browser.close()
     command = "python -m benchmarks.console_pages " + " ".join(sys.argv[1:])
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "console_pages.json").write_text(
+    (RESULTS / f"{args.name}.json").write_text(
         json.dumps({"command": command.strip(), "results": results}, indent=2) + "\n"
     )
     text = [
@@ -172,7 +175,7 @@ def main() -> None:
         "paints, so a large job never delays its first paint).",
         "",
     ]
-    (RESULTS / "console_pages.md").write_text("\n".join(text))
+    (RESULTS / f"{args.name}.md").write_text("\n".join(text))
     print("\n".join(text))
 
 
