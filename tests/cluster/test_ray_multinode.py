@@ -263,9 +263,11 @@ def test_a_node_lost_mid_job_is_retried_from_its_checkpoint_on_the_nodes_left(
     finally:
         shutil.rmtree(disk, ignore_errors=True)
     (doomed,) = result["doomed"]
+    # What pytest would cut short in a failure's message: the job's end first.
+    outcome = (result["status"], result["reason"], result["attempts"], result["errors"])
     # Its raylet and its worker at least.
-    assert result["killed"] and result["killed"][0] >= 2, result
-    assert len(result["groups"]) == 2, result  # a second placement, after the node was lost
+    assert result["killed"] and result["killed"][0] >= 2, outcome
+    assert len(result["groups"]) == 2, outcome  # a second placement, after the node was lost
     first_group, second_group = result["groups"]
     assert doomed in first_group  # a worker was on the node that was lost
     assert doomed not in second_group  # the retry ran on the nodes left

@@ -3,6 +3,7 @@ workers that fail, die or fall silent; and which of those endings a retry can me
 
 from __future__ import annotations
 
+import math
 import re
 import signal
 from collections.abc import Callable
@@ -112,7 +113,8 @@ def supervise(
             group.request_stop()
             servers_told = True
         if failures:
-            broken = failure(_with_root_cause(log_path, group, failures), spec.task_name)
+            failures, silent = _with_root_cause(log_path, group, failures, heartbeat_timeout)
+            broken = failure(failures, spec.task_name, silent)
             if stopping is not None:  # it was ending anyway: it ends as asked, without a model
                 return Ending(stopping.status, f"{stopping.reason}; then {broken.reason}")
             return broken
@@ -152,17 +154,44 @@ def supervise(
 
 
 def _with_root_cause(
-    log_path: Callable[[int], Path], group: Group, failures: list[Failed | Exited]
-) -> list[Failed | Exited]:
+    log_path: Callable[[int], Path],
+    group: Group,
+    failures: list[Failed | Exited],
+    silence_limit: float,
+) -> tuple[list[Failed | Exited], list[int]]:
     """A worker's death, or its error, makes its peers' collectives fail: give the cause
-    time to show (and the workers' last output time to reach the log)."""
-    if not any(isinstance(event, Exited) for event in failures):
+    time to show (and the workers' last output time to reach the log). Its peers see a worker
+    killed outright at once (their connections break), the backend only later (Ray learns an
+    actor died with its node seconds on, more on a busy machine): while broken connections are
+    all that is known, wait on, up to `silence_limit`, for the worker's own end or its
+    silence. The failures, and the ranks found silent (none once a cause showed)."""
+    failures = list(failures)
+    # Counted in polls, not read off a clock: a fake clock need not move while this waits.
+    polls = 1 + math.ceil(silence_limit / ROOT_CAUSE_SECONDS)
+    for _ in range(polls):
+        if any(isinstance(event, Exited) for event in failures):
+            break
         for event in group.poll(ROOT_CAUSE_SECONDS):
             if isinstance(event, Exited | Failed):
                 failures.append(event)
             elif isinstance(event, LogOutput):
                 append_log(log_path, event)
-    return failures
+        if not _only_broken_connections(failures):
+            break
+        silent = group.silent_ranks(silence_limit)
+        if silent:
+            return failures, silent
+    return failures, []
+
+
+def _only_broken_connections(failures: list[Failed | Exited]) -> bool:
+    """Whether every failure so far is a peer's connection that broke (no one's own error)."""
+    return all(
+        isinstance(event, Failed)
+        and _PEER_GONE.search(event.error)
+        and not _COLLECTIVE_TIMEOUT.search(event.error)
+        for event in failures
+    )
 
 
 # How a collective says it waited too long on a peer: gloo, NCCL's watchdog, XGBoost's
@@ -185,12 +214,15 @@ _PEER_GONE = re.compile(
 
 
 def failure(
-    failures: list[Failed | Exited], name: Callable[[int], str] = lambda rank: f"worker {rank}"
+    failures: list[Failed | Exited],
+    name: Callable[[int], str] = lambda rank: f"worker {rank}",
+    silent: list[int] | tuple[int, ...] = (),
 ) -> Ending:
     """The job's reason: a worker that died if any (the cause); a rendezvous port that could
-    not be bound; collectives that timed out with nothing else wrong, which mean a peer that
-    hung (its heartbeats go on while it is stuck); else the program's first error. Only the
-    last is the program's fault; a retry mends the others."""
+    not be bound; a worker that fell silent as its peers lost it; collectives that timed out
+    or connections that broke with nothing else wrong, which mean a peer that hung or ended
+    without a word (killed, its machine lost); else the program's first error. Only the last
+    is the program's fault; a retry mends the others."""
     died = [event for event in failures if isinstance(event, Exited)]
     if died:
         event = died[0]
@@ -219,11 +251,23 @@ def failure(
             Fault.INFRASTRUCTURE,
         )
     timed_out = [event for event in errors if _COLLECTIVE_TIMEOUT.search(event.error)]
+    broken = [event for event in errors if _PEER_GONE.search(event.error)]
     program = [
         event
         for event in errors
         if not _COLLECTIVE_TIMEOUT.search(event.error) and not _PEER_GONE.search(event.error)
     ]
+    if silent and not program:
+        return Ending(
+            JobStatus.FAILED,
+            f"{name(silent[0])} fell silent as its peers lost it (killed, or its machine lost)"
+            + (
+                f": {name(broken[0].rank)} saw {_matching_line(broken[0].error, _PEER_GONE)}"
+                if broken
+                else ""
+            ),
+            Fault.INFRASTRUCTURE,
+        )
     if timed_out and not program:
         first = timed_out[0]
         return Ending(
@@ -231,6 +275,14 @@ def failure(
             f"{name(first.rank)}'s collective timed out waiting on a peer (hung, or the "
             f"network broke; retry.collective_timeout_seconds): "
             f"{_matching_line(first.error, _COLLECTIVE_TIMEOUT)}",
+            Fault.INFRASTRUCTURE,
+        )
+    if broken and not program:  # a peer ended without a word, and no one saw how
+        first = broken[0]
+        return Ending(
+            JobStatus.FAILED,
+            f"{name(first.rank)} lost a peer that ended without a word (killed, or its machine "
+            f"lost): {_matching_line(first.error, _PEER_GONE)}",
             Fault.INFRASTRUCTURE,
         )
     first = (program or errors)[0]

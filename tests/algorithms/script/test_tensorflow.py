@@ -166,21 +166,27 @@ def test_a_mirrored_worker_killed_mid_fit_is_retried_from_its_keras_checkpoint(
     spec = _spec(tmp_path, "tf-mirrored-mnist.toml", "hyperparameters.epochs=60")
     killed: list[int] = []
 
-    def kill_rank_1_after_three_epochs(group: Group) -> None:
+    def kill_rank_1_after_three_checkpoints(group: Group) -> None:
         if killed:
             return  # the retry's group: left alone
         worker = psutil.Process(group.pids[1])
 
-        def kill() -> None:
+        def checkpointed() -> int:
             job_id = session.store.list_training_jobs()[0].id
-            wait_until(lambda: len(session.store.metrics(job_id, "validation:accuracy")) >= 3)
+            attempts = session.store.attempts.of(job_id)
+            return (attempts[-1].checkpoint_step or 0) if attempts else 0
+
+        def kill() -> None:
+            # On the checkpoint's record, not the epoch's report: rank 0 reports an epoch before
+            # it saves it, and a kill in between finds the epoch before as the latest checkpoint.
+            wait_until(lambda: checkpointed() >= 3)
             (script,) = worker.children()
             script.kill()
 
         killed.append(group.pids[1])
         threading.Thread(target=kill, daemon=True).start()
 
-    record = _run(session, spec, on_started=kill_rank_1_after_three_epochs)
+    record = _run(session, spec, on_started=kill_rank_1_after_three_checkpoints)
     assert record.status is JobStatus.COMPLETED, record.failure_reason
     first, second = session.store.attempts.of(record.id)
     assert first.retried and first.reason is not None

@@ -1,0 +1,138 @@
+"""Which ending a broken attempt gets, and whether a retry may mend it: the cause told from its
+consequences (a peer's broken connection), including when the backend is slow to see a death."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scaletune.store import JobStatus
+from scaletune.training._supervise import (
+    ROOT_CAUSE_SECONDS,
+    Ending,
+    Fault,
+    _with_root_cause,
+    failure,
+)
+from scaletune.worker import Exited, Failed, LogOutput, WorkerEvent
+
+RESET = "XGBoostError: [12:00:01] socket.cc:81: Failed to recv: Connection reset by peer"
+TIMEOUT = "XGBoostError: Poll timeout: 3 seconds"
+
+
+def _failed(rank: int, error: str) -> Failed:
+    return Failed(rank, error, traceback="")
+
+
+class ScriptedGroup:
+    """A group whose polls return what the test lined up, one batch a poll; a rank falls
+    silent after a given number of polls (the backend not yet knowing it died)."""
+
+    def __init__(self, batches: list[list[WorkerEvent]], silent_after: int | None = None) -> None:
+        self.batches = batches
+        self.silent_after = silent_after
+        self.polls = 0
+        self.waited = 0.0
+
+    def poll(self, timeout: float) -> list[WorkerEvent]:
+        self.polls += 1
+        self.waited += timeout
+        return self.batches.pop(0) if self.batches else []
+
+    def silent_ranks(self, timeout: float) -> list[int]:
+        if self.silent_after is not None and self.polls >= self.silent_after:
+            return [2]
+        return []
+
+
+def _root_cause(
+    tmp_path: Path, group: ScriptedGroup, failures: list[Failed | Exited], limit: float = 10.0
+) -> tuple[list[Failed | Exited], list[int]]:
+    return _with_root_cause(lambda rank: tmp_path / f"worker-{rank}.log", group, failures, limit)  # type: ignore[arg-type]
+
+
+def test_a_program_error_is_the_programs_fault_whatever_its_peers_saw() -> None:
+    ending = failure([_failed(1, RESET), _failed(0, "ValueError: bad input")])
+    assert ending == Ending(
+        JobStatus.FAILED, "worker 0 failed: ValueError: bad input", Fault.PROGRAM
+    )
+
+
+def test_a_death_is_the_cause_before_any_error() -> None:
+    ending = failure([_failed(0, RESET), Exited(2, -9, "killed by SIGKILL")])
+    assert ending.fault == Fault.INFRASTRUCTURE
+    assert ending.reason == "worker 2 exited unexpectedly (killed by SIGKILL)"
+
+
+def test_broken_connections_alone_mean_a_peer_that_ended_without_a_word() -> None:
+    ending = failure([_failed(0, "XGBoostError: stack\n  - " + RESET), _failed(1, RESET)])
+    assert ending.fault == Fault.INFRASTRUCTURE  # retried: nothing says the program is wrong
+    assert ending.reason == (
+        "worker 0 lost a peer that ended without a word (killed, or its machine lost): " + RESET
+    )
+
+
+def test_a_silent_rank_is_named_as_the_one_lost() -> None:
+    ending = failure([_failed(0, RESET)], silent=[2])
+    assert ending.fault == Fault.INFRASTRUCTURE
+    assert ending.reason == (
+        "worker 2 fell silent as its peers lost it (killed, or its machine lost): worker 0 saw "
+        + RESET
+    )
+    # A program's error still comes first: the silent one may have stopped for it.
+    assert failure([_failed(0, "ValueError: x")], silent=[2]).fault == Fault.PROGRAM
+
+
+def test_timeouts_alone_mean_a_peer_that_hung() -> None:
+    ending = failure([_failed(0, TIMEOUT), _failed(1, RESET)])
+    assert ending.fault == Fault.INFRASTRUCTURE
+    assert ending.reason is not None and "collective timed out waiting on a peer" in ending.reason
+
+
+def test_the_cause_that_shows_within_a_poll_ends_the_wait(tmp_path: Path) -> None:
+    group = ScriptedGroup([[LogOutput(1, "last words\n"), _failed(1, "ValueError: x")]])
+    failures, silent = _root_cause(tmp_path, group, [_failed(0, RESET)])
+    assert (group.polls, silent) == (1, [])
+    assert failure(failures).reason == "worker 1 failed: ValueError: x"
+    assert (tmp_path / "worker-1.log").read_text() == "last words\n"
+
+
+def test_a_death_the_backend_sees_late_is_still_found_as_the_cause(tmp_path: Path) -> None:
+    # Ray learns of an actor lost with its node seconds after its peers' connections broke.
+    late: list[list[WorkerEvent]] = [
+        [],
+        [],
+        [],
+        [Exited(2, None, "the actor died: its node was lost")],
+    ]
+    group = ScriptedGroup(late)
+    failures, silent = _root_cause(tmp_path, group, [_failed(0, RESET)])
+    assert (group.polls, silent) == (4, [])
+    assert failure(failures).reason == (
+        "worker 2 exited unexpectedly (the actor died: its node was lost)"
+    )
+
+
+def test_a_rank_silent_for_the_heartbeat_timeout_ends_the_wait(tmp_path: Path) -> None:
+    group = ScriptedGroup([], silent_after=3)
+    failures, silent = _root_cause(tmp_path, group, [_failed(0, RESET)])
+    assert (group.polls, silent) == (3, [2])
+    assert failure(failures, silent=silent).fault == Fault.INFRASTRUCTURE
+
+
+def test_the_wait_is_bounded_by_the_heartbeat_timeout(tmp_path: Path) -> None:
+    group = ScriptedGroup([])
+    failures, silent = _root_cause(tmp_path, group, [_failed(0, RESET)], limit=2.0)
+    assert silent == [] and failures == [_failed(0, RESET)]
+    assert group.waited == pytest.approx(2.0 + ROOT_CAUSE_SECONDS)
+
+
+def test_no_wait_past_one_poll_where_a_timeout_says_a_peer_hung(tmp_path: Path) -> None:
+    # A hung peer's heartbeats go on: waiting for its silence would only delay the retry.
+    group = ScriptedGroup([])
+    _root_cause(tmp_path, group, [_failed(0, TIMEOUT)])
+    assert group.polls == 1
+    group = ScriptedGroup([])
+    _root_cause(tmp_path, group, [Exited(1, -9)])
+    assert group.polls == 0
