@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, inspect, text, update
+from sqlalchemy import create_engine, text, update
 from sqlalchemy.exc import IntegrityError
 
 from scaletune.errors import InvalidInputError, JobNotFoundError, StoreError
@@ -195,6 +195,8 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
             "tuning_status",
             "tuning_created",
             "tuning_pace",
+            "tuning_objective_high",
+            "tuning_objective_low",
         ):
             conn.execute(text(f"DROP INDEX ix_training_jobs_{index}"))
         for column in (
@@ -215,9 +217,7 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
     engine.dispose()
     with Store(url) as store:
         assert store.get_training_job("old-job").tuning_job_id is None
-        assert "ix_training_jobs_tuning_job_id" in {
-            index["name"] for index in inspect(create_engine(url)).get_indexes("training_jobs")
-        }
+        assert "ix_training_jobs_tuning_job_id" in _index_names(url)
         store.set_trial_result("old-job", 0.5, 3)
         assert store.get_training_job("old-job").objective == 0.5
         assert store.list_tuning_jobs() == []
@@ -234,8 +234,11 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
             assert conn.execute(
                 text("SELECT seconds_per_step, full_resource, hyperband_bracket FROM training_jobs")
             ).all() == [(2.0, 9, 1)]
-        indexes = {i["name"] for i in inspect(create_engine(url)).get_indexes("training_jobs")}
-        assert {"ix_training_jobs_tuning_trial", "ix_training_jobs_tuning_status"} <= indexes
+        assert {
+            "ix_training_jobs_tuning_trial",
+            "ix_training_jobs_tuning_status",
+            "ix_training_jobs_tuning_objective_high",
+        } <= _index_names(url)
 
 
 def test_a_version_7_store_gains_where_each_attempts_workers_ran(tmp_path: Path) -> None:
@@ -255,6 +258,35 @@ def test_a_version_7_store_gains_where_each_attempts_workers_ran(tmp_path: Path)
         (placed,) = store.attempts.of("old-job")
         assert placed.workers == ("10.0.0.7 node 1a2b3c4d",)
         assert placed.to_json_dict()["workers"] == ["10.0.0.7 node 1a2b3c4d"]
+
+
+def _index_names(url: str) -> set[str]:
+    """Read off SQLite's catalogue: SQLAlchemy's reflection skips indexes over expressions."""
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        names = set(conn.scalars(text("SELECT name FROM sqlite_master WHERE type = 'index'")))
+    engine.dispose()
+    return names
+
+
+def test_a_version_8_store_gains_the_indexes_trial_pages_by_objective_read(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'v8.db'}"
+    with Store(url) as store:
+        store.create_training_job(_new("old-job"))
+    engine = create_engine(url)
+    with engine.begin() as conn:  # as version 8 left it
+        for direction in ("high", "low"):
+            conn.execute(text(f"DROP INDEX ix_training_jobs_tuning_objective_{direction}"))
+        conn.execute(update(meta).where(meta.c.key == "schema_version").values(value="8"))
+    engine.dispose()
+    with Store(url) as store:
+        assert store.get_training_job("old-job").id == "old-job"
+    assert {
+        "ix_training_jobs_tuning_objective_high",
+        "ix_training_jobs_tuning_objective_low",
+    } <= _index_names(url)
 
 
 def test_attempts_are_recorded_and_a_dead_controllers_attempt_ends_with_its_job(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import insert, inspect, select, text, update
 from sqlalchemy.engine import Connection
+from sqlalchemy.schema import CreateIndex
 
 from scaletune.store._schema import (
     JOB_ATTEMPT_COLUMNS_V8,
@@ -57,6 +58,9 @@ def open_schema(conn: Connection) -> str | None:
             if column not in present:  # a store from before version 5 made the table anew
                 conn.execute(text(f"ALTER TABLE job_attempts ADD COLUMN {column} {sql_type}"))
         version = _set_version(conn, "8")
+    if version == "8":  # version 9: trial pages by objective read off an index
+        _create_indexes(conn)
+        version = _set_version(conn, "9")
     return version
 
 
@@ -65,7 +69,8 @@ def _create_indexes(conn: Connection) -> None:
     present = {column["name"] for column in inspect(conn).get_columns(training_jobs.name)}
     for index in training_jobs.indexes:
         if {column.name for column in index.columns} <= present:
-            index.create(conn, checkfirst=True)
+            # Not checkfirst: reflection skips indexes over expressions (version 9's).
+            conn.execute(CreateIndex(index, if_not_exists=True))
 
 
 def _set_version(conn: Connection, version: str) -> str:
