@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from scaletune.api import Estimator, Session
-from tests.cli.test_cli import _cli, _metrics_exist
+from tests.cli.test_cli import _cli
 from tests.conftest import pid_alive, wait_until
 
 JOB = """\
@@ -40,7 +40,9 @@ every_steps = 1000
 def test_sigterm_checkpoints_and_stops_then_resume_finishes_the_same_model(
     store_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    process, workers = _train_until(JOB, tmp_path, lambda: _metrics_exist(store_path))
+    # Past the first rounds whose samplers were fresh: a stop before round 10 has nothing
+    # to keep (it would resume from the start), so it saves no checkpoint.
+    process, workers = _train_until(JOB, tmp_path, lambda: _rounds_reported(store_path) >= 20)
     try:
         process.send_signal(signal.SIGTERM)
         out, _ = process.communicate(timeout=60)
@@ -139,6 +141,19 @@ def _train_until(
         process.communicate()
         raise
     return process, workers
+
+
+def _rounds_reported(store_path: Path) -> int:
+    """The highest round the store holds a metric of (0 before the first)."""
+    import sqlite3
+
+    if not store_path.exists():
+        return 0
+    with sqlite3.connect(store_path) as db:
+        try:
+            return int(db.execute("select coalesce(max(step), 0) from metric_points").fetchone()[0])
+        except sqlite3.OperationalError:
+            return 0
 
 
 def _checkpoint_saved(store_path: Path) -> bool:
