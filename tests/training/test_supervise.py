@@ -136,3 +136,15 @@ def test_no_wait_past_one_poll_where_a_timeout_says_a_peer_hung(tmp_path: Path) 
     group = ScriptedGroup([])
     _root_cause(tmp_path, group, [Exited(1, -9)])
     assert group.polls == 0
+
+
+def test_a_port_taken_before_tensorflow_binds_it_is_mended_by_a_retry() -> None:
+    error = (
+        "ScriptError: tf_mnist.py exited with code 1: File context.py, line 736 | "
+        "tensorflow.python.framework.errors_impl.UnknownError: Could not start gRPC server"
+    )
+    ending = failure([_failed(0, error)])
+    assert ending.fault == Fault.INFRASTRUCTURE
+    assert ending.reason is not None and ending.reason.startswith(
+        "worker 0 could not bind a rendezvous port"
+    )

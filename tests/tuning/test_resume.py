@@ -28,7 +28,7 @@ max_parallel_jobs = 2
 seed = 3
 
 [hyperband]
-min_resource = 50
+min_resource = 100
 max_resource = 400
 eta = 2
 
@@ -71,6 +71,27 @@ def _running_with_checkpoints(store: Path) -> int:
             return 0
 
 
+FIRST_RUNG = 100  # min_resource
+
+
+def _running_with_checkpoints_before_their_first_rung(store: Path) -> int:
+    """Running trials with a checkpoint whose stored reports are short of the first rung: on
+    resume each goes on from its checkpoint. (One whose stored reports had reached a rung
+    might be stopped there by the replayed verdict instead, rightly, and never resume.)"""
+    with sqlite3.connect(store) as db:
+        try:
+            return int(
+                db.execute(
+                    "select count(*) from job_attempts a where a.status = 'InProgress' "
+                    "and a.checkpoint_step is not null and (select coalesce(max(step), 0) "
+                    "from metric_points m where m.job_id = a.job_id) < ?",
+                    (FIRST_RUNG,),
+                ).fetchone()[0]
+            )
+        except sqlite3.OperationalError:
+            return 0
+
+
 def _kill_9_when(file: Path, ready: Callable[[], bool]) -> int:
     """Run `scaletune tune FILE` in a process of its own, SIGKILL it once `ready()`, and wait
     until its workers are gone too; the controller's pid."""
@@ -97,7 +118,10 @@ def test_resume_after_kill_9(session: Session, store_path: Path, tmp_path: Path)
     file.write_text(TUNING)
     controller_pid = _kill_9_when(
         file,
-        lambda: len(_ended_trials(store_path)) >= 2 and _running_with_checkpoints(store_path) >= 1,
+        lambda: (
+            len(_ended_trials(store_path)) >= 2
+            and _running_with_checkpoints_before_their_first_rung(store_path) >= 1
+        ),
     )
     before = dict(_ended_trials(store_path))
     tuning_id = session.store.list_tuning_jobs()[0].id

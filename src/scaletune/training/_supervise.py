@@ -205,7 +205,10 @@ _COLLECTIVE_TIMEOUT = re.compile(
 # A user's script (algorithm "script") that a signal ended, not its own error.
 _KILLED = re.compile(r"was killed by (SIG[A-Z0-9]+|signal \d+)")
 # A port of the rendezvous taken between being chosen and being bound (by another job, say).
-_BIND_FAILED = re.compile(r"[Aa]ddress already in use|EADDRINUSE")
+# (TensorFlow's gRPC server says only that it could not add its port, then could not start.)
+_BIND_FAILED = re.compile(
+    r"[Aa]ddress already in use|EADDRINUSE|Failed to add port to server|Could not start gRPC server"
+)
 # What its peers see once a worker stuck in one gives up, or is killed.
 _PEER_GONE = re.compile(
     r"Connection (closed|reset) by peer|Broken pipe|Ring all(reduce|gather)|Poll error"
