@@ -17,9 +17,20 @@ Draw = Callable[[np.random.Generator], dict[str, object]]
 
 
 class HyperbandPolicy:
-    def __init__(self, seed: int, *, max_resource: int = EPOCHS, draw: Draw = random_config):
+    def __init__(
+        self,
+        seed: int,
+        *,
+        max_resource: int = EPOCHS,
+        draw: Draw = random_config,
+        brackets: int | None = None,  # None: all of Hyperband's
+    ):
         self.scheduler = HyperbandScheduler(
-            ObjectiveType.MAXIMIZE, min_resource=MIN_RESOURCE, max_resource=max_resource, seed=seed
+            ObjectiveType.MAXIMIZE,
+            min_resource=MIN_RESOURCE,
+            max_resource=max_resource,
+            seed=seed,
+            brackets=brackets,
         )
         self.rng = np.random.default_rng(seed)  # as RayPolicy draws
         self.draw = draw

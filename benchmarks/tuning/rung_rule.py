@@ -71,7 +71,10 @@ RULES: dict[str, Callable[[float, list[float]], bool]] = {
     "percentile": _percentile,
     "rank <= 1/eta": _rank_within,
 }
-DRAWS = ("Ray Tune's draws", "Syne Tune's draws")
+# The third: the harness's generator on other seeds (seed + 1000), an independent stream of the
+# same distribution as the first, to tell a gap between streams from chance.
+DRAWS = ("Ray Tune's draws", "Syne Tune's draws", "the harness's draws, other seeds")
+OTHER_SEEDS = 1000
 BASELINE = "best n // eta"
 
 
@@ -85,8 +88,9 @@ class RulePolicy:
         self.recorded: dict[int, list[float]] = {rung: [] for rung in RUNGS}
         self.next_rung: dict[int, int] = {}
         self.syne: Policy | None = None
-        if draws == DRAWS[0]:
-            rng = np.random.default_rng(seed)  # as RayPolicy draws
+        if draws != DRAWS[1]:
+            # As RayPolicy draws, or the same on seeds of their own.
+            rng = np.random.default_rng(seed if draws == DRAWS[0] else seed + OTHER_SEEDS)
             self.count = 0
 
             def ray_draw() -> tuple[int, dict[str, object]]:
@@ -124,16 +128,18 @@ def check_reproduces_the_libraries(task: Task, seed: int) -> None:
     """Each rule, on its own library's draws, is that library's scheduler, report for report."""
     from benchmarks.tuning import _controls, _peers
 
-    pairs: list[tuple[str, str, Policy]] = [
-        (BASELINE, DRAWS[0], _controls.HyperbandPolicy(seed)),
-        ("percentile", DRAWS[0], _peers.RayPolicy(seed, brackets=1)),
-        ("rank <= 1/eta", DRAWS[1], _peers.SynePolicy(seed, "ASHA")),
+    # Made just before each run: Ray Tune's and Syne Tune's draws use numpy's global generator,
+    # which each seeds as it is made.
+    libraries: list[tuple[str, str, Callable[[], Policy]]] = [
+        (BASELINE, DRAWS[0], lambda: _controls.HyperbandPolicy(seed, brackets=1)),
+        ("percentile", DRAWS[0], lambda: _peers.RayPolicy(seed, brackets=1)),
+        ("rank <= 1/eta", DRAWS[1], lambda: _peers.SynePolicy(seed, "ASHA")),
     ]
-    for rule, draws, library in pairs:
+    for rule, draws, library in libraries:
         ours = run_policy(RulePolicy(seed, rule, draws), task, WORKERS)
-        theirs = run_policy(library, task, WORKERS)
+        theirs = run_policy(library(), task, WORKERS)
         if ours != theirs:
-            raise SystemExit(f"{rule} on {draws} does not reproduce {type(library).__name__}")
+            raise SystemExit(f"{rule} on {draws} does not reproduce its library's run")
 
 
 @functools.cache
@@ -169,8 +175,11 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
     pairs = sorted({(r["task"], r["seed"]) for r in runs})
     rng = np.random.default_rng(0)
     arms: dict[str, Any] = {}
+    present = {(r["rule"], r["draws"]) for r in runs}
     for draws in DRAWS:
         for rule in RULES:
+            if (rule, draws) not in present or (BASELINE, draws) not in present:
+                continue
             entry: dict[str, Any] = {}
             for fraction in CHECKPOINTS:
                 mine = np.array([regret(by_key[(rule, draws, t, s)], fraction) for t, s in pairs])
@@ -186,21 +195,51 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
                     "high": float(np.percentile(means, 97.5)),
                 }
             arms[f"{rule} | {draws}"] = entry
-    return {"best_known": best_known, "arms": arms, "pairs": len(pairs)}
+    return {
+        "best_known": best_known,
+        "arms": arms,
+        "pairs": len(pairs),
+        "streams": _streams(runs, regret, rng),
+    }
 
 
-def write(runs: list[dict[str, Any]], args: argparse.Namespace, seconds: float) -> None:
+def _streams(
+    runs: list[dict[str, Any]], regret: Callable[[dict[str, Any], float], float], rng: Any
+) -> dict[str, Any]:
+    """Syne Tune's stream of draws minus the harness's (every harness stream pooled), under
+    the baseline rule: runs on different draws are not pairs, so an unpaired bootstrap."""
+    syne = [r for r in runs if r["rule"] == BASELINE and r["draws"] == DRAWS[1]]
+    harness = [r for r in runs if r["rule"] == BASELINE and r["draws"] != DRAWS[1]]
+    if not syne or not harness:
+        return {}
+    result: dict[str, Any] = {}
+    for fraction in CHECKPOINTS:
+        a = np.array([regret(r, fraction) for r in syne])
+        b = np.array([regret(r, fraction) for r in harness])
+        means = a[rng.integers(0, len(a), (2000, len(a)))].mean(axis=1) - b[
+            rng.integers(0, len(b), (2000, len(b)))
+        ].mean(axis=1)
+        result[str(fraction)] = {
+            "difference": float(a.mean() - b.mean()),
+            "low": float(np.percentile(means, 2.5)),
+            "high": float(np.percentile(means, 97.5)),
+            "harness_runs": len(b),
+        }
+    return result
+
+
+def write(runs: list[dict[str, Any]], args: argparse.Namespace, command: str, made: str) -> None:
+    """`command`: what made the runs; `made`: when, and how long it took."""
     summary = summarize(runs)
     name = f"tuning_rung_rule_{args.task_set}"
-    command = "python -m benchmarks.tuning.rung_rule " + shlex.join(sys.argv[1:])
     (RESULTS / f"{name}.json").write_text(
-        json.dumps({"command": command, "summary": summary, "runs": runs}, indent=1) + "\n"
+        json.dumps({"command": command, "made": made, "summary": summary, "runs": runs}, indent=1)
+        + "\n"
     )
     lines = [
         "# Successive halving's rung rule on LCBench: scaletune's, Ray Tune's, Syne Tune's",
         "",
-        f"Command: `{command}` (from the repository root, in `.bench-venv`; "
-        f"{seconds / 60:.0f} min). {datetime.now(UTC):%Y-%m-%d %H:%M} UTC.",
+        f"Command: `{command}` (from the repository root, in `.bench-venv`; {made}).",
         f"Tasks ({args.task_set} set): {', '.join(TASK_SETS[args.task_set][: args.tasks])}; "
         f"{args.seeds} seeds; {summary['pairs']} (task, seed) pairs.",
         "",
@@ -226,6 +265,17 @@ def write(runs: list[dict[str, Any]], args: argparse.Namespace, seconds: float) 
                 for f in CHECKPOINTS
             ]
         lines.append(f"| {rule} | {draws} | {' | '.join(cells)} | {' | '.join(differences)} |")
+    if summary["streams"]:
+        cells = [
+            f"{f:.0%}: {summary['streams'][str(f)]['difference']:+.3f} "
+            f"[{summary['streams'][str(f)]['low']:+.3f}, {summary['streams'][str(f)]['high']:+.3f}]"
+            for f in CHECKPOINTS
+        ]
+        lines += [
+            "",
+            "Syne Tune's stream minus the harness's streams (pooled), best n // eta, unpaired "
+            f"bootstrap 95 % interval: {'; '.join(cells)}.",
+        ]
     (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
 
 
@@ -235,20 +285,43 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=10)
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument(
+        "--draws",
+        action="append",
+        choices=DRAWS,
+        help="run these streams only; the others' runs are kept from the committed JSON",
+    )
+    parser.add_argument("--rules", action="append", choices=list(RULES), help="these only")
+    parser.add_argument(
+        "--summarize", action="store_true", help="only rebuild the tables from the JSON"
+    )
     args = parser.parse_args()
+    committed = RESULTS / f"tuning_rung_rule_{args.task_set}.json"
+    if args.summarize:
+        old = json.loads(committed.read_text())
+        write(old["runs"], args, old["command"], old.get("made", ""))
+        return
     tasks = TASK_SETS[args.task_set][: args.tasks]
     check_reproduces_the_libraries(load_task(tasks[0]), seed=0)
     jobs = [
         (rule, draws, task, seed)
         for task in tasks
         for seed in range(args.seeds)
-        for draws in DRAWS
-        for rule in RULES
+        for draws in args.draws or DRAWS
+        for rule in args.rules or RULES
     ]
+    rerun = {(rule, draws) for rule, draws, _, _ in jobs}
+    command = "python -m benchmarks.tuning.rung_rule " + shlex.join(sys.argv[1:])
+    kept: list[dict[str, Any]] = []
+    if (args.draws or args.rules) and committed.exists():
+        old = json.loads(committed.read_text())
+        kept = [run for run in old["runs"] if (run["rule"], run["draws"]) not in rerun]
+        command = f"{old['command']}` then `{command}"  # the runs kept came from it
     started = time.perf_counter()
     with multiprocessing.get_context("spawn").Pool(args.processes) as pool:
-        runs = pool.map(_one, jobs, chunksize=4)
-    write(runs, args, time.perf_counter() - started)
+        runs = kept + pool.map(_one, jobs, chunksize=4)
+    minutes = (time.perf_counter() - started) / 60
+    write(runs, args, command, f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {minutes:.0f} min")
     for arm, entry in summarize(runs)["arms"].items():
         print(arm, " ".join(f"{entry[str(f)]['mean_regret']:.3f}" for f in CHECKPOINTS))
 
