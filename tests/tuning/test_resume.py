@@ -58,36 +58,27 @@ def _ended_trials(store: Path) -> list[tuple[str, float]]:
             return []
 
 
-def _running_with_checkpoints(store: Path) -> int:
-    with sqlite3.connect(store) as db:
-        try:
-            return int(
-                db.execute(
-                    "select count(*) from job_attempts where status = 'InProgress' "
-                    "and checkpoint_step is not null"
-                ).fetchone()[0]
-            )
-        except sqlite3.OperationalError:
-            return 0
-
-
 FIRST_RUNG = 100  # min_resource
 
 
-def _running_with_checkpoints_before_their_first_rung(store: Path) -> int:
-    """Running trials with a checkpoint whose stored reports are short of the first rung: on
-    resume each goes on from its checkpoint. (One whose stored reports had reached a rung
-    might be stopped there by the replayed verdict instead, rightly, and never resume.)"""
+def _running_with_checkpoints(store: Path, reported_below: int | None = None) -> int:
+    """Running trials with a checkpoint; with `reported_below`, only those whose stored
+    reports are short of that step. (On resume, one whose stored reports had reached a rung
+    might rightly be stopped there by the replayed verdict instead of going on.)"""
+    query = (
+        "select count(*) from job_attempts a where a.status = 'InProgress' "
+        "and a.checkpoint_step is not null"
+    )
+    parameters: tuple[int, ...] = ()
+    if reported_below is not None:
+        query += (
+            " and (select coalesce(max(step), 0) from metric_points m where m.job_id = a.job_id)"
+            " < ?"
+        )
+        parameters = (reported_below,)
     with sqlite3.connect(store) as db:
         try:
-            return int(
-                db.execute(
-                    "select count(*) from job_attempts a where a.status = 'InProgress' "
-                    "and a.checkpoint_step is not null and (select coalesce(max(step), 0) "
-                    "from metric_points m where m.job_id = a.job_id) < ?",
-                    (FIRST_RUNG,),
-                ).fetchone()[0]
-            )
+            return int(db.execute(query, parameters).fetchone()[0])
         except sqlite3.OperationalError:
             return 0
 
@@ -120,7 +111,7 @@ def test_resume_after_kill_9(session: Session, store_path: Path, tmp_path: Path)
         file,
         lambda: (
             len(_ended_trials(store_path)) >= 2
-            and _running_with_checkpoints_before_their_first_rung(store_path) >= 1
+            and _running_with_checkpoints(store_path, reported_below=FIRST_RUNG) >= 1
         ),
     )
     before = dict(_ended_trials(store_path))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import re
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -219,7 +219,7 @@ _PEER_GONE = re.compile(
 def failure(
     failures: list[Failed | Exited],
     name: Callable[[int], str] = lambda rank: f"worker {rank}",
-    silent: list[int] | tuple[int, ...] = (),
+    silent: Sequence[int] = (),
 ) -> Ending:
     """The job's reason: a worker that died if any (the cause); a rendezvous port that could
     not be bound; a worker that fell silent as its peers lost it; collectives that timed out
