@@ -7,7 +7,8 @@
    - simulation time per trial (the real tuning loop and store writes, no training);
    - `tuning show ID`, `tuning analytics ID --csv F`, `jobs list --tuning-job ID`, and
      `report ID` as commands (wall time including Python's start; peak RSS of the process);
-   - one trial's metric curve (`Store.metrics`, in process: the read a console makes);
+   - one trial's metric curve (`Store.metrics`, in process: the read a console makes), each
+     beside a bare `SELECT 1` on the same pool (the floor any read pays on that store);
    - the console's trials table at its middle page, best first (in process), beside the same
      page read by sorting whole rows (the read before it sorted the keys alone).
 PostgreSQL runs on a throw-away local server (scripts/test-postgres.sh), synchronous_commit
@@ -44,6 +45,9 @@ TARGETS = {  # issue 15's targets at 10,000 trials on SQLite, in seconds
     "report": 10.0,
 }
 
+CURVE_READ = "one trial's curve"
+ROUND_TRIP = "a bare round trip, SELECT 1 (control)"
+CURVE_SAMPLES = 400
 PAGE = 50  # the console's trials per page
 PAGE_READ = "trials page (middle, best first)"
 PAGE_CONTROL = "the same page, whole rows sorted (control)"
@@ -125,13 +129,6 @@ def one_size(kind: str, size: int, url: str, folder: Path, repeats: int) -> dict
         record = simulate_tuning(spec(size), SyntheticCurves(), store, start_time=1e9)
         simulated = time.perf_counter() - started
         points = sum(len(curve) for curve in store.trials.curves(record.id, METRIC).values())
-        job_ids = [row.id for row in store.trials.rows(record.id)]
-        rng = random.Random(0)
-        curve_seconds = []
-        for job_id in rng.sample(job_ids, min(50, len(job_ids))):
-            began = time.perf_counter()
-            store.metrics(job_id, METRIC)
-            curve_seconds.append(time.perf_counter() - began)
     print(f"{kind} {size}: simulated in {simulated:.1f} s", file=sys.stderr, flush=True)
     commands = {
         "tuning show": _scaletune("tuning", "show", record.id),
@@ -151,12 +148,8 @@ def one_size(kind: str, size: int, url: str, folder: Path, repeats: int) -> dict
             "peak_rss_mib": max(rss or 0.0 for _, rss in runs),
         }
         print(f"  {name}: {reads[name]['seconds']['median']:.2f} s", file=sys.stderr, flush=True)
-    reads["one trial's curve"] = {
-        "seconds": summary(curve_seconds),
-        "in_process_seconds": summary(curve_seconds),
-        "peak_rss_mib": None,
-    }
-    for name, seconds in _middle_page(url, record.id, size, repeats).items():
+    pages = _middle_page(url, record.id, size, repeats)
+    for name, seconds in (_curves(url, record.id) | pages).items():
         reads[name] = {"seconds": seconds, "in_process_seconds": seconds, "peak_rss_mib": None}
     return {
         "store": kind,
@@ -166,6 +159,28 @@ def one_size(kind: str, size: int, url: str, folder: Path, repeats: int) -> dict
         "simulation_ms_per_trial": 1000 * simulated / size,
         "reads": reads,
     }
+
+
+def _curves(url: str, tuning_id: str, samples: int = CURVE_SAMPLES) -> dict[str, Any]:
+    """One trial's metric curve, as the console reads it, each read followed by a bare round
+    trip on the same pool (the control: what any read costs on this store before its work).
+    Measured after the commands above have read every point, as a console user browses a
+    job: right after a bulk write, PostgreSQL's first reads also set tuples' hint bits and
+    share the machine with its autovacuum."""
+    from sqlalchemy import text
+
+    times: dict[str, list[float]] = {CURVE_READ: [], ROUND_TRIP: []}
+    with Store(url) as store:
+        job_ids = [row.id for row in store.trials.rows(tuning_id)]
+        for job_id in random.Random(0).choices(job_ids, k=samples):
+            began = time.perf_counter()
+            store.metrics(job_id, METRIC)
+            times[CURVE_READ].append(time.perf_counter() - began)
+            began = time.perf_counter()
+            with store._autocommit.connect() as conn:
+                conn.execute(text("SELECT 1")).scalar_one()
+            times[ROUND_TRIP].append(time.perf_counter() - began)
+    return {name: summary(values) for name, values in times.items()}
 
 
 def _middle_page(url: str, tuning_id: str, size: int, repeats: int) -> dict[str, Any]:
@@ -371,6 +386,25 @@ def _notes(results: list[dict[str, Any]], ratios: dict[str, dict[str, float]]) -
             f"PostgreSQL over SQLite at {int(trials):,} trials: "
             + ", ".join(f"{name} {ratio:.2f}×" for name, ratio in values.items())
             + f" (largest: {worst[0]})."
+        )
+    by = {(r["store"], r["trials"]): r["reads"] for r in results}
+    for size in sorted(int(t) for t in ratios):
+        extra = {
+            kind: 1000
+            * (
+                by[(kind, size)][CURVE_READ]["seconds"]["median"]
+                - by[(kind, size)][ROUND_TRIP]["seconds"]["median"]
+            )
+            for kind in ("sqlite", "postgresql")
+        }
+        floor = {
+            kind: 1000 * by[(kind, size)][ROUND_TRIP]["seconds"]["median"]
+            for kind in ("sqlite", "postgresql")
+        }
+        lines.append(
+            f"One trial's curve at {size:,} trials, beyond a bare round trip: SQLite "
+            f"{extra['sqlite']:.3f} ms, PostgreSQL {extra['postgresql']:.3f} ms; the round trip "
+            f"itself {floor['sqlite']:.3f} ms and {floor['postgresql']:.3f} ms."
         )
     ten = [r for r in results if r["trials"] == 10_000 and r["store"] == "sqlite"]
     if ten:

@@ -1,5 +1,5 @@
-"""How the store talks to its database: one engine for transactions, and a view of the same
-pool in autocommit for reads and single-statement writes, so that on a server each of those is
+"""How the store talks to its database: one engine for transactions, and one whose connections
+stay in autocommit for reads and single-statement writes, so that on a server each of those is
 one round trip (no BEGIN, COMMIT or ROLLBACK around it)."""
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ monotonic = time.monotonic  # module-level, so that a test can move it on
 
 
 def engines_for(url: str) -> tuple[Engine, Engine]:
-    """The engine for transactions, and one in autocommit (on a server, a view of the same
-    pool)."""
+    """The engine for transactions, and one in autocommit, each with a pool of its own."""
     try:
         parsed = make_url(url)
     except ArgumentError:
@@ -40,13 +39,18 @@ def engines_for(url: str) -> tuple[Engine, Engine]:
     if parsed.get_backend_name() == "postgresql":
         if parsed.drivername == "postgresql":
             parsed = parsed.set(drivername="postgresql+psycopg")
+        # Two pools here too: a view of one pool in autocommit (execution_options) switches
+        # each connection's mode at checkout and back at checkin, which psycopg runs through
+        # its wait loop: Python work on every read that a second pool does not need.
         try:
             engine = create_engine(parsed)
+            autocommit = create_engine(parsed, isolation_level="AUTOCOMMIT")
         except (ArgumentError, ImportError) as exc:
             raise StoreError(f"store {safe_url(url)!r}: {exc}") from None
-        event.listen(engine, "checkout", _ping_if_idle)
-        event.listen(engine, "checkin", _stamp_checkin)
-        return engine, engine.execution_options(isolation_level="AUTOCOMMIT")
+        for each in (engine, autocommit):
+            event.listen(each, "checkout", _ping_if_idle)
+            event.listen(each, "checkin", _stamp_checkin)
+        return engine, autocommit
     raise StoreError(f"store {safe_url(url)!r}: only sqlite and postgresql are supported")
 
 

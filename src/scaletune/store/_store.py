@@ -78,7 +78,7 @@ class Store:
 
     def close(self) -> None:
         self._engine.dispose()
-        self._autocommit.dispose()  # SQLite's pool of its own; on a server, the same one
+        self._autocommit.dispose()
 
     def __enter__(self) -> Store:
         return self
