@@ -92,3 +92,49 @@ def test_several_objectives_and_a_constraint_through_the_api(session: Session) -
     assert {p["instance_count"] for p in front} <= {1, 2}
     frame = tuner.analytics().dataframe()
     assert frame["ParetoFront"].sum() == len(front)
+
+
+def test_population_based_training_copies_checkpoints_between_real_trials(
+    session: Session,
+) -> None:
+    estimator = Estimator(
+        "xgboost",
+        {"num_round": 12, "eval_metric": "auc"},
+        instance_count=2,
+        checkpoint={"every_steps": 3, "every_seconds": None},
+        session=session,
+    )
+    tuner = Tuner(
+        estimator,
+        "validation:auc",
+        {
+            "eta": ContinuousRange(min_value=0.01, max_value=1),
+            "max_depth": IntegerRange(min_value=1, max_value=6),
+        },
+        strategy="PBT",
+        pbt={"perturbation_interval": 3, "resample_probability": 0},
+        max_jobs=6,
+        max_parallel_jobs=2,
+        seed=3,
+    )
+    job = tuner.fit(CHANNELS)
+    assert tuner.describe()["status"] == "Completed"
+    frame = tuner.analytics().dataframe()
+    children = frame[frame["ParentTrial"].notna()]
+    assert len(children) >= 1
+    store = session.store
+    for row in children.to_dict("records"):
+        child = store.get_training_job(row["TrainingJobName"])
+        parent = store.get_training_job(f"{job.id}-{int(row['ParentTrial']):03d}")
+        step = int(row["ParentCheckpointStep"])
+        assert step % 3 == 0  # a checkpoint of the parent's, every 3 rounds
+        (first, *_) = store.attempts.of(child.id)
+        assert first.resumed_from_step == step  # its workers loaded the parent's trees
+        theirs = [(p.step, p.value) for p in store.metrics(parent.id, "validation:auc")]
+        ours = [(p.step, p.value) for p in store.metrics(child.id, "validation:auc")]
+        assert ours[:step] == theirs[:step]
+        assert [p for p, _ in ours] == list(range(1, len(ours) + 1))
+        assert child.hyperparameters["eta"] in (
+            pytest.approx(min(parent.hyperparameters["eta"] * 1.2, 1.0)),
+            pytest.approx(parent.hyperparameters["eta"] * 0.8),
+        )

@@ -183,3 +183,31 @@ def test_tuning_show_prints_the_pareto_front_and_the_target(
     assert "maximize accuracy, minimize billable_seconds" in out
     assert "Pareto front: 3 completed trial(s)" in out
     assert "target accuracy 0.7" in out and "cheapest" in out and "fastest" in out
+
+
+def test_the_pbt_example_runs_and_analytics_show_the_lineage(
+    store_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "tuning-pbt-digits.toml"
+    code, out, err = _cli(
+        capsys,
+        "tune",
+        str(example),
+        "--json",
+        "--set",
+        "max_jobs=5",
+        "--set",
+        "max_parallel_jobs=2",
+        "--set",
+        "training.hyperparameters.epochs=6",
+    )
+    assert code == 0, err
+    summary = json.loads(out)
+    assert (summary["status"], summary["strategy"]) == ("Completed", "PBT")
+    csv = tmp_path / "trials.csv"
+    assert _cli(capsys, "tuning", "analytics", summary["id"], "--csv", str(csv))[0] == 0
+    frame = pd.read_csv(csv)
+    children = frame[frame["ParentTrial"].notna()]
+    assert len(children) >= 1  # two members: the worse is copied over at its interval
+    assert set(children["ParentTrial"].astype(int)) <= set(range(len(frame)))
+    assert (frame["learning_rate"] > 0).all()

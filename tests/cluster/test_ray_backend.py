@@ -106,6 +106,39 @@ def test_a_tuning_job_of_8_trials_on_2_workers_each(
         assert all(a.resumed_from_step for a in attempts[1:])
 
 
+def test_population_based_training_on_ray_copies_checkpoints_between_trials(
+    ray_session: Session,
+) -> None:
+    from tests.tuning.test_tuner import _spec as tuning_spec
+
+    spec = tuning_spec(
+        strategy="PBT",
+        hyperband=None,
+        pbt={"perturbation_interval": 50},
+        max_jobs=4,
+        max_parallel_jobs=2,
+        training={  # long enough for both members to train at once on fresh actors
+            "algorithm": "xgboost",
+            "instance_count": 2,
+            "hyperparameters": {"num_round": 400, "max_depth": 3, "eval_metric": "logloss"},
+            "channels": {"train": {"dataset": "breast-cancer"}},
+            "cluster": {"backend": "ray"},
+            "checkpoint": {"every_steps": 50, "every_seconds": None},
+        },
+        objective_metric="train:logloss",
+    )
+    tuner = TuningController(ray_session.controller)
+    record = tuner.run(tuner.create(spec), spec)
+    assert record.status is JobStatus.COMPLETED
+    trials = ray_session.store.training_jobs_of(record.id)
+    children = [trial for trial in trials if trial.spec["checkpoint"].get("start_from")]
+    assert children, [(t.trial_number, t.start_time, t.end_time) for t in trials]
+    for child in children:
+        step = child.spec["checkpoint"]["start_from"]["step"]
+        assert ray_session.store.attempts.of(child.id)[0].resumed_from_step == step
+        assert child.status in (JobStatus.COMPLETED, JobStatus.STOPPED)
+
+
 def test_a_job_for_ray_is_refused_by_a_local_session(session: Session) -> None:
     with pytest.raises(InvalidInputError, match=r"cluster\.backend='ray', but this session"):
         session.controller.prepare(_spec())

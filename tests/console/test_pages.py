@@ -175,3 +175,18 @@ def test_the_tuning_page_shows_the_pareto_front_and_the_target(store: Store) -> 
         "007",
         "008",
     ]
+
+
+def test_a_pbt_trials_page_links_the_checkpoint_it_started_from(store: Store) -> None:
+    from tests.tuning.test_pbt import _pbt_job, _simulate
+
+    tuning_id = _simulate(store, _pbt_job())
+    child = next(
+        t for t in store.training_jobs_of(tuning_id) if t.spec["checkpoint"].get("start_from")
+    )
+    start = child.spec["checkpoint"]["start_from"]
+    page = client(store).get(f"/jobs/{child.id}").text
+    assert (
+        f'<dt>started from</dt><dd><a href="/jobs/{start["job"]}">{start["job"]}</a>\'s '
+        f"checkpoint at step {start['step']}</dd>"
+    ) in page

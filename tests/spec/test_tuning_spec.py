@@ -16,6 +16,7 @@ from scaletune.spec import (
 )
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+_PBT = {"perturbation_interval": 3}
 
 
 def _raw(**changes: Any) -> dict[str, Any]:
@@ -94,6 +95,66 @@ def test_the_reference_tuning_job_loads(bank_marketing_file: Path) -> None:
             },
             "hyperband.type 'promotion' resumes paused trials from their checkpoints",
         ),
+        ({"strategy": "PBT", "hyperband": None}, "strategy 'PBT' needs [pbt]"),
+        (
+            {"strategy": "Random", "hyperband": None, "pbt": {"perturbation_interval": 3}},
+            "[pbt] is for strategy 'PBT', not 'Random'",
+        ),
+        (
+            {"strategy": "PBT", "hyperband": None, "pbt": {"perturbation_interval": 0}},
+            "pbt.perturbation_interval: Input should be greater than or equal to 1",
+        ),
+        (
+            {"strategy": "PBT", "hyperband": None, "max_parallel_jobs": 1, "pbt": _PBT},
+            "strategy 'PBT' needs a population of 2 or more trials training at once "
+            "(max_parallel_jobs=1)",
+        ),
+        (
+            {"strategy": "PBT", "hyperband": None, "pbt": {**_PBT, "population": 3}},
+            "pbt.population=3 is more than max_parallel_jobs=2",
+        ),
+        (
+            {"strategy": "PBT", "hyperband": None, "pbt": {**_PBT, "quantile_fraction": 0.6}},
+            "pbt.quantile_fraction: Input should be less than or equal to 0.5",
+        ),
+        (
+            {"strategy": "PBT", "hyperband": None, "pbt": {**_PBT, "perturbation_factors": [1, 0]}},
+            "perturbation_factors must be above 0 (got [1.0, 0.0])",
+        ),
+        (
+            {
+                "strategy": "PBT",
+                "hyperband": None,
+                "pbt": _PBT,
+                "training": {**_raw()["training"], "checkpoint": {"enabled": False}},
+            },
+            "strategy 'PBT' copies the better trials' checkpoints",
+        ),
+        (
+            {"strategy": "PBT", "hyperband": None, "pbt": _PBT, "early_stopping": "Auto"},
+            "early_stopping='Auto' with strategy 'PBT'",
+        ),
+        (
+            {
+                "strategy": "PBT",
+                "hyperband": None,
+                "pbt": _PBT,
+                "objectives": [
+                    {"metric": "validation:auc", "type": "Maximize"},
+                    {"metric": "billable_seconds", "type": "Minimize"},
+                ],
+            },
+            "strategy 'PBT' ranks the population on one objective",
+        ),
+        (
+            {
+                "training": {
+                    **_raw()["training"],
+                    "checkpoint": {"enabled": False, "start_from": {"job": "j"}},
+                }
+            },
+            "start_from copies the other job's checkpoint into this job's own",
+        ),
         ({"max_jobs": 0}, "max_jobs: Input should be greater than or equal to 1"),
         ({"ranges": {}}, "ranges: Dictionary should have at least 1 item"),
     ],
@@ -155,3 +216,10 @@ def test_bad_cluster_size_ranges(
     with pytest.raises(InvalidInputError) as caught:
         tuning_spec_from_dict(raw)
     assert expected in str(caught.value)
+
+
+def test_a_pbt_population_is_max_parallel_jobs_unless_set() -> None:
+    spec = tuning_spec_from_dict(_raw(strategy="PBT", hyperband=None, pbt=_PBT))
+    assert spec.population_size == 2
+    assert spec.pbt is not None and spec.pbt.quantile_fraction == 0.25
+    assert spec.trial_spec({"eta": 0.1}).checkpoint.start_from is None

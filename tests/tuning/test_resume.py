@@ -212,3 +212,53 @@ def test_resume_after_kill_9_keeps_paused_trials_paused(
     for trial in trials:  # no report twice: each step of the objective once, in order
         steps = [p.step for p in session.store.metrics(trial.id, "validation:logloss")]
         assert steps == sorted(set(steps))
+
+
+def _copies(store: Path) -> int:
+    """PBT trials that started from another's checkpoint."""
+    with sqlite3.connect(store) as db:
+        try:
+            return int(
+                db.execute(
+                    "select count(*) from training_jobs "
+                    "where json_extract(spec, '$.checkpoint.start_from.job') is not null"
+                ).fetchone()[0]
+            )
+        except sqlite3.OperationalError:
+            return 0
+
+
+def test_resume_after_kill_9_of_a_pbt_job(
+    session: Session, store_path: Path, tmp_path: Path
+) -> None:
+    """Population-based training: the members running at the kill go on from their own
+    checkpoints (a copy from its inherited one or a later one); the replayed reports decide
+    nothing; copies made after the resume take new numbers."""
+    file = tmp_path / "tuning.toml"
+    pbt = TUNING.replace('strategy = "Hyperband"', 'strategy = "PBT"').replace(
+        "[hyperband]\nmin_resource = 100\nmax_resource = 400\neta = 2\n",
+        "[pbt]\nperturbation_interval = 80\n",
+    )
+    file.write_text(pbt.replace("max_jobs = 6", "max_jobs = 8"))
+    _kill_9_when(
+        file, lambda: _copies(store_path) >= 1 and _running_with_checkpoints(store_path) >= 1
+    )
+    tuning_id = session.store.list_tuning_jobs()[0].id
+    before = {t.id for t in session.store.training_jobs_of(tuning_id)}
+
+    TuningController(session.controller).resume(tuning_id)
+
+    summary = summarize(session.store, tuning_id)
+    assert summary.record.status is JobStatus.COMPLETED
+    trials = session.store.training_jobs_of(tuning_id)
+    numbers = [t.trial_number for t in trials]
+    assert numbers == list(range(len(trials))) and len(trials) <= 8
+    assert all(t.status.is_terminal and t.status is not JobStatus.FAILED for t in trials)
+    resumed = [t for t in trials if len(session.store.attempts.of(t.id)) > 1]
+    assert resumed and all(t.id in before for t in resumed)
+    steps_resumed = [session.store.attempts.of(t.id)[1].resumed_from_step for t in resumed]
+    assert any(step is not None for step in steps_resumed)  # from its own folder's checkpoint
+    assert all(step is None or step % 40 == 0 for step in steps_resumed)
+    for trial in trials:  # each step of the objective once, in order, copies' included
+        steps = [p.step for p in session.store.metrics(trial.id, "validation:logloss")]
+        assert steps == list(range(1, len(steps) + 1))

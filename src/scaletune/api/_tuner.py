@@ -73,6 +73,7 @@ class Tuner:
         max_parallel_jobs: int = 1,
         early_stopping_type: str = "Off",
         hyperband: Mapping[str, Any] | None = None,
+        pbt: Mapping[str, Any] | None = None,
         seed: int = 0,
         target_objective: float | None = None,
         max_jobs_without_improvement: int | None = None,
@@ -82,7 +83,8 @@ class Tuner:
     ) -> None:
         """`objectives`: several at once, the first being `objective_metric_name`'s, e.g.
         [{"metric": "validation:auc", "type": "Maximize"}, {"metric": "billable_seconds",
-        "type": "Minimize"}]; `constraints`: e.g. ["validation:auc >= 0.78"]."""
+        "type": "Minimize"}]; `constraints`: e.g. ["validation:auc >= 0.78"]; `pbt`: with
+        strategy "PBT", e.g. {"perturbation_interval": 3}."""
         self.estimator = estimator
         self._fields: dict[str, Any] = {
             "objective_metric": objective_metric_name,
@@ -96,6 +98,7 @@ class Tuner:
         }
         optional = {
             "hyperband": dict(hyperband) if hyperband else None,
+            "pbt": dict(pbt) if pbt else None,
             "name": name,
             "target_objective": target_objective,
             "max_jobs_without_improvement": max_jobs_without_improvement,

@@ -38,6 +38,7 @@ class _Trial:
     reported: int = 0  # curve points reported so far
     final_metrics: dict[str, float] = field(default_factory=dict)
     unwritten: list[MetricPoint] = field(default_factory=list)  # stored when it ends
+    inherited: bool = False  # it starts from another trial's checkpoint (PBT)
 
 
 class SimulatedTrialRunner:
@@ -78,6 +79,12 @@ class SimulatedTrialRunner:
         self, spec: TrainingJobSpec, *, job_id: str, tuning_job_id: str, trial_number: int
     ) -> int | None:
         curve = self.source.curve(spec.hyperparameters, spec.instance_count)
+        start_from = spec.checkpoint.start_from
+        inherited = [] if start_from is None else self._inherited(start_from.job)
+        if start_from is not None:  # recorded with the step it took: its donor's newest
+            taken = start_from.model_copy(update={"step": max(p.step for p in inherited)})
+            checkpoint = spec.checkpoint.model_copy(update={"start_from": taken})
+            spec = spec.model_copy(update={"checkpoint": checkpoint})
         self.store.create_training_job(
             new_job_record(
                 spec,
@@ -86,10 +93,42 @@ class SimulatedTrialRunner:
                 log_dir="",  # no worker writes a log
                 tuning_job_id=tuning_job_id,
                 trial_number=trial_number,
-            )
+            ),
+            inherited,
         )
-        self._trials[trial_number] = _Trial(job_id, curve, spec.instance_count)
+        trial = _Trial(job_id, curve, spec.instance_count)
+        if start_from is not None:
+            # A surrogate has no weights to pass on: the trial follows its own curve from
+            # the step it inherits, having paid for none of the steps before it.
+            reached = max(point.step for point in inherited)
+            trial.reported = sum(1 for point in curve.points if point.step <= reached)
+            trial.inherited = True
+            trial.final_metrics = {point.name: point.value for point in inherited}
+        self._trials[trial_number] = trial
         return curve.full_resource
+
+    def _inherited(self, job_id: str) -> list[MetricPoint]:
+        """The reports of a trial up to its newest checkpoint: a simulated trial keeps one at
+        every report (a paused one resumes where its curve stopped)."""
+        if not self.has_checkpoint(job_id):
+            raise InvalidInputError(
+                f"checkpoint.start_from.job: simulated trial {job_id!r} has no checkpoint"
+            )
+        running = [trial for trial in self._all() if trial.job_id == job_id]
+        stored = self.store.metrics(job_id)
+        return sorted(
+            stored + (running[0].unwritten if running else []), key=lambda p: (p.step, p.name)
+        )
+
+    def _all(self) -> list[_Trial]:
+        return [*self._trials.values(), *self._paused.values()]
+
+    def has_checkpoint(self, job_id: str) -> bool:
+        """A trial that reported: it is running, paused, or ended with its reports stored."""
+        for trial in self._all():
+            if trial.job_id == job_id:
+                return trial.reported > 0
+        return bool(self.store.metrics(job_id))
 
     def prepare_resume(self, job_id: str, trial_number: int) -> int | None:
         """A paused trial goes on where its curve stopped. Any other simulated trial keeps no
@@ -108,10 +147,12 @@ class SimulatedTrialRunner:
         trial.run_began = now
         if trial.reported == 0:
             trial.started, trial.start_time = now, self.clock.time()
-        else:  # resumed: start-up again, then the curve from where it paused
+        else:  # resumed, or inherited: start-up, then the curve from that step
             trial.runs_from = trial.reported
             reached = trial.curve.points[trial.reported - 1].seconds
             trial.started = now + trial.curve.start_seconds - reached
+            if trial.inherited and trial.runs == 0:
+                trial.start_time = self.clock.time()
         self.store.mark_in_progress(
             trial.job_id, trial.start_time, os.getpid(), socket.gethostname()
         )
@@ -199,7 +240,7 @@ class SimulatedTrialRunner:
             ),
             trial.unwritten,
         )
-        if status is JobStatus.PAUSED or trial.runs:
+        if status is JobStatus.PAUSED or trial.runs or trial.inherited:
             self._record_attempt(trial, status, reason)
         if status is JobStatus.PAUSED:
             trial.earlier_wall, trial.unwritten = wall, []

@@ -235,6 +235,14 @@ class ScriptSpec(_Frozen):
         return self
 
 
+class StartFrom(_Frozen):
+    """Another job's checkpoint to begin from: its model and optimiser state, and its reports
+    up to there (fine-tuning on; population-based training's exploit step)."""
+
+    job: str = Field(min_length=1)
+    step: int | None = Field(default=None, ge=0, description="its newest complete one if unset")
+
+
 class CheckpointSpec(_Frozen):
     """When a job saves what resuming needs, how many it keeps, and where.
 
@@ -254,6 +262,16 @@ class CheckpointSpec(_Frozen):
         description="a folder (shared, for workers on several machines) or an object-storage "
         "URL; the job's own folder if unset. Each job's checkpoints go under <path>/<job id>",
     )
+    start_from: StartFrom | None = None
+
+    @model_validator(mode="after")
+    def _start_needs_a_folder(self) -> CheckpointSpec:
+        if self.start_from is not None and not self.enabled:
+            raise ValueError(
+                "start_from copies the other job's checkpoint into this job's own: "
+                "enabled must be true"
+            )
+        return self
 
 
 class RetrySpec(_Frozen):

@@ -17,7 +17,7 @@ from scaletune.spec._ranges import (
     ParameterRange,
     Range,
 )
-from scaletune.spec._training import TrainingJobSpec, _Frozen
+from scaletune.spec._training import StartFrom, TrainingJobSpec, _Frozen
 
 # A range over the number of workers: cluster size as a tuned choice, not a hyperparameter.
 
@@ -28,6 +28,7 @@ class Strategy(StrEnum):
     BAYESIAN = "Bayesian"
     HYPERBAND = "Hyperband"
     NSGA_II = "NSGA-II"  # a genetic search over several objectives (Optuna's NSGAIISampler)
+    PBT = "PBT"  # population-based training: copy the better trials' checkpoints, perturb
 
 
 class EarlyStopping(StrEnum):
@@ -83,6 +84,29 @@ class HyperbandSpec(_Frozen):
         return count
 
 
+class PBTSpec(_Frozen):
+    """Population-based training (Jaderberg et al. 2017), asynchronous as in Ray Tune: each
+    time a trial has gone `perturbation_interval` more steps of the objective, if it ranks in
+    the bottom `quantile_fraction` of the trials running, it stops, and a new trial goes on
+    from the newest checkpoint of one in the top fraction (exploit) with that one's settings
+    perturbed (explore): each multiplied by one of `perturbation_factors` (a category moves
+    to a neighbour), or drawn afresh with `resample_probability`."""
+
+    perturbation_interval: int = Field(ge=1)
+    population: int | None = Field(default=None, ge=2, description="max_parallel_jobs if unset")
+    quantile_fraction: float = Field(default=0.25, gt=0, le=0.5)
+    resample_probability: float = Field(default=0.25, ge=0, le=1)
+    perturbation_factors: tuple[float, float] = (1.2, 0.8)
+
+    @model_validator(mode="after")
+    def _positive_factors(self) -> PBTSpec:
+        if min(self.perturbation_factors) <= 0:
+            raise ValueError(
+                f"perturbation_factors must be above 0 (got {list(self.perturbation_factors)})"
+            )
+        return self
+
+
 class WarmStartType(StrEnum):
     IDENTICAL_DATA_AND_ALGORITHM = "IdenticalDataAndAlgorithm"
     TRANSFER_LEARNING = "TransferLearning"  # other data: parents' results are weaker hints
@@ -108,6 +132,7 @@ class TuningJobSpec(_Frozen):
     constraints: list[ConstraintSpec] = Field(default_factory=list, max_length=8)
     strategy: Strategy = Strategy.BAYESIAN
     hyperband: HyperbandSpec | None = None
+    pbt: PBTSpec | None = None
     early_stopping: EarlyStopping = EarlyStopping.OFF
     ranges: dict[str, ParameterRange] = Field(min_length=1)
     max_jobs: int = Field(ge=1, le=1_000_000)  # a simulated job of 100,000 trials is routine
@@ -191,6 +216,7 @@ class TuningJobSpec(_Frozen):
             raise InvalidInputError(
                 f"[hyperband] is for strategy 'Hyperband', not {self.strategy.value!r}"
             )
+        self._check_pbt()
         if self.strategy is Strategy.GRID:
             for name, parameter in self.ranges.items():
                 if isinstance(parameter, ContinuousRange):
@@ -199,6 +225,51 @@ class TuningJobSpec(_Frozen):
                     )
         self._check_against_algorithm()
         return self
+
+    @property
+    def population_size(self) -> int:
+        """PBT's population: the trials that train side by side."""
+        if self.pbt is None or self.pbt.population is None:
+            return self.max_parallel_jobs
+        return self.pbt.population
+
+    def _check_pbt(self) -> None:
+        if self.strategy is not Strategy.PBT:
+            if self.pbt is not None:
+                raise InvalidInputError(f"[pbt] is for strategy 'PBT', not {self.strategy.value!r}")
+            return
+        if self.pbt is None:
+            raise InvalidInputError("strategy 'PBT' needs [pbt] with perturbation_interval")
+        population = self.population_size
+        if population < 2:
+            raise InvalidInputError(
+                f"strategy 'PBT' needs a population of 2 or more trials training at once "
+                f"(max_parallel_jobs={self.max_parallel_jobs}): raise max_parallel_jobs"
+            )
+        if population > self.max_parallel_jobs:
+            raise InvalidInputError(
+                f"pbt.population={population} is more than max_parallel_jobs="
+                f"{self.max_parallel_jobs}: every member trains at once, to be compared"
+            )
+        if population > self.max_jobs:
+            raise InvalidInputError(
+                f"pbt.population={population} is more than max_jobs={self.max_jobs}"
+            )
+        if not self.training.checkpoint.enabled:
+            raise InvalidInputError(
+                "strategy 'PBT' copies the better trials' checkpoints: "
+                "training.checkpoint.enabled must be true"
+            )
+        if self.early_stopping is not EarlyStopping.OFF:
+            raise InvalidInputError(
+                f"early_stopping={self.early_stopping.value!r} with strategy 'PBT': PBT stops "
+                "the poor trials itself; set early_stopping = 'Off'"
+            )
+        if self.is_multi_objective:
+            raise InvalidInputError(
+                "strategy 'PBT' ranks the population on one objective; it takes no "
+                "`objectives` list"
+            )
 
     def _check_against_algorithm(self) -> None:
         # Imported here: algorithms import this package for their own signatures.
@@ -274,13 +345,18 @@ class TuningJobSpec(_Frozen):
                     f"ranges.{CLUSTER_SIZE}: {value!r} is not allowed: {exc}"
                 ) from None
 
-    def trial_spec(self, config: Mapping[str, object]) -> TrainingJobSpec:
-        """The training job of one trial: its configuration over the base job, validated."""
+    def trial_spec(
+        self, config: Mapping[str, object], start_from: StartFrom | None = None
+    ) -> TrainingJobSpec:
+        """The training job of one trial: its configuration over the base job, validated;
+        `start_from`: another trial's checkpoint it goes on from (PBT)."""
         hyperparameters = {k: v for k, v in config.items() if k != CLUSTER_SIZE}
         raw = self.training.model_dump()
         raw["hyperparameters"] = {**raw["hyperparameters"], **hyperparameters}
         if CLUSTER_SIZE in config:
             raw["instance_count"] = config[CLUSTER_SIZE]
+        if start_from is not None:
+            raw["checkpoint"]["start_from"] = start_from.model_dump()
         try:
             return TrainingJobSpec.model_validate(raw)
         except ValidationError as exc:

@@ -88,26 +88,36 @@ class Store:
 
     # -- training jobs ---------------------------------------------------------------------
 
-    def create_training_job(self, job: NewTrainingJob) -> None:
+    def create_training_job(self, job: NewTrainingJob, metrics: Sequence[MetricPoint] = ()) -> None:
+        """A new job (Pending); `metrics`: reports it starts with (inherited with another
+        job's checkpoint), written in the same transaction."""
+        if metrics:
+            with self._engine.begin() as conn:
+                self._insert_training_job(conn, job)
+                conn.execute(insert(metric_points), _metric_rows(job.id, metrics))
+            return
         with self._autocommit.connect() as conn:  # one statement: a transaction by itself
-            conn.execute(  # values as parameters: the compiled statement is reused
-                insert(training_jobs),
-                {
-                    "id": job.id,
-                    "name": job.name,
-                    "algorithm": job.algorithm,
-                    "status": JobStatus.PENDING.value,
-                    "spec": job.spec,
-                    "hyperparameters": job.hyperparameters,
-                    "instance_count": job.instance_count,
-                    "created_at": job.created_at,
-                    "final_metrics": {},
-                    "log_dir": job.log_dir,
-                    "stop_requested": False,
-                    "tuning_job_id": job.tuning_job_id,
-                    "trial_number": job.trial_number,
-                },
-            )
+            self._insert_training_job(conn, job)
+
+    def _insert_training_job(self, conn: Connection, job: NewTrainingJob) -> None:
+        conn.execute(  # values as parameters: the compiled statement is reused
+            insert(training_jobs),
+            {
+                "id": job.id,
+                "name": job.name,
+                "algorithm": job.algorithm,
+                "status": JobStatus.PENDING.value,
+                "spec": job.spec,
+                "hyperparameters": job.hyperparameters,
+                "instance_count": job.instance_count,
+                "created_at": job.created_at,
+                "final_metrics": {},
+                "log_dir": job.log_dir,
+                "stop_requested": False,
+                "tuning_job_id": job.tuning_job_id,
+                "trial_number": job.trial_number,
+            },
+        )
 
     def mark_in_progress(self, job_id: str, start_time: float, pid: int, host: str) -> None:
         self._mark_started(training_jobs, job_id, start_time, pid, host)

@@ -92,6 +92,9 @@ def worker_tasks(
     return tasks, rendezvous
 
 
+INHERITED_FROM = "inherited_from"  # in a copied checkpoint's meta: the job it came from
+
+
 def reported_step(checkpoint: Checkpoint) -> int | None:
     """The last step the job had reported when the checkpoint was saved."""
     saved = checkpoint.meta.get("reported_step")
@@ -105,6 +108,8 @@ def resume_point(folder: CheckpointFolder, stored_up_to: int | None) -> Checkpoi
     leave a gap in the curve: the one before it serves instead."""
 
     def reports_kept(checkpoint: Checkpoint) -> bool:
+        if checkpoint.meta.get(INHERITED_FROM) is not None:
+            return True  # another job's (start_from): its reports were copied with it
         reported = reported_step(checkpoint)
         return reported is None or (stored_up_to is not None and reported <= stored_up_to)
 

@@ -42,6 +42,7 @@ from scaletune.training._attempt import (
     write_shards,
 )
 from scaletune.training._ids import new_job_id
+from scaletune.training._inherit import copy_checkpoint, read_inheritance
 from scaletune.training._paths import SCRATCH_PREFIX, JobPaths
 from scaletune.training._staging import JobStaging, check_writable
 from scaletune.training._stopper import Stopper
@@ -61,6 +62,7 @@ class PreparedJob:
     paths: JobPaths
     checkpoints: CheckpointFolder | None  # None: the job keeps none ([checkpoint] enabled=false)
     reached_step: int | None = None  # resumed: the last step reported before, for steps redone
+    inherited: Checkpoint | None = None  # checkpoint.start_from, copied: the first attempt's
 
 
 class TrainingController:
@@ -113,9 +115,21 @@ class TrainingController:
         if spec.checkpoint.enabled:
             check_writable(spec.checkpoint.path, "checkpoint.path")
         hyperparameters = data.hyperparameters or hyperparameters
+        start_from = spec.checkpoint.start_from
+        inheritance = (
+            None
+            if start_from is None
+            else read_inheritance(self.store, self.jobs_dir, spec, start_from)
+        )
         now = self.clock.time()
         job_id = job_id or new_job_id(spec.name or spec.algorithm.value, now)
         paths = JobPaths.for_job(self.jobs_dir, job_id, spec)
+        checkpoints = _checkpoints(spec, paths)
+        inherited = None
+        if inheritance is not None:
+            assert checkpoints is not None  # start_from needs checkpoints enabled
+            inherited = copy_checkpoint(inheritance, checkpoints)
+            spec = inheritance.recorded_in(spec)  # the step it took, if it took the newest
         self.store.create_training_job(
             new_job_record(
                 spec,
@@ -124,10 +138,18 @@ class TrainingController:
                 log_dir=str(paths.logs),
                 tuning_job_id=tuning_job_id,
                 trial_number=trial_number,
-            )
+            ),
+            [] if inheritance is None else inheritance.metrics,
         )
         return PreparedJob(
-            job_id, spec, algorithm, hyperparameters, data, paths, _checkpoints(spec, paths)
+            job_id,
+            spec,
+            algorithm,
+            hyperparameters,
+            data,
+            paths,
+            checkpoints,
+            inherited=inherited,
         )
 
     def prepare_resume(self, job_id: str) -> PreparedJob:
@@ -278,12 +300,13 @@ class TrainingController:
         """Record the attempt; a later one starts from the newest whole checkpoint, and
         what was reported past it is forgotten (those steps are reported again)."""
         folder = job.checkpoints
-        resume = None
+        resume = job.inherited if state.number == 1 else None
         if folder is not None and state.number > 1:
             resume = resume_point(folder, self._last_step(job.id))
         reported = None if resume is None else reported_step(resume)
         if state.number > 1:
             self.store.discard_metrics_after(job.id, reported)
+        if state.number > 1 or resume is not None:  # the reports it goes on from
             state.final_metrics = _last_values(self.store.metrics(job.id))
         redone = None if redo_from is None else max(redo_from - (reported or 0), 0)
         self.store.attempts.start(
@@ -350,6 +373,18 @@ class TrainingController:
         return ending.fault == Fault.INFRASTRUCTURE or (
             ending.fault == Fault.PROGRAM and policy.retry_on_program_error
         )
+
+    def has_checkpoint(self, job_id: str) -> bool:
+        """Whether the job has a complete checkpoint (that another job could start from)."""
+        record = self.store.get_training_job(job_id)
+        try:
+            spec = TrainingJobSpec.model_validate(record.spec)
+        except ValidationError:
+            return False
+        if not spec.checkpoint.enabled:
+            return False
+        paths = JobPaths.for_job(self.jobs_dir, job_id, spec)
+        return bool(CheckpointFolder(paths.checkpoints).complete())
 
     def _last_step(self, job_id: str) -> int | None:
         return max((point.step for point in self.store.metrics(job_id)), default=None)

@@ -47,6 +47,10 @@ class TrialRunner(Protocol):
         """Start a prepared trial; `on_report` gets each of its reports, in order."""
         ...
 
+    def has_checkpoint(self, job_id: str) -> bool:
+        """Whether the trial has a complete checkpoint another could start from (PBT)."""
+        ...
+
     def wait(self, timeout_seconds: float) -> list[int]:
         """The trials that ended (their records are final), waiting up to the timeout."""
         ...
@@ -94,6 +98,9 @@ class JobTrialRunner:
         )
         self._threads[trial_number] = thread
         thread.start()
+
+    def has_checkpoint(self, job_id: str) -> bool:
+        return self.controller.has_checkpoint(job_id)
 
     def _train(self, job: PreparedJob, stopper: Stopper, number: int, on_report: OnReport) -> None:
         try:

@@ -21,6 +21,7 @@ Config = dict[str, object]
 class Suggestion:
     number: int  # 0, 1, 2, ... in the order proposed
     config: Config
+    parent: int | None = None  # PBT: the trial whose checkpoint it goes on from
 
 
 def to_samples(ranges: Mapping[str, Range], config: Mapping[str, object]) -> dict[str, object]:

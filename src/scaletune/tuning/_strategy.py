@@ -7,6 +7,7 @@ from scaletune.tuning._hyperband import HyperbandScheduler, hyperband_brackets
 from scaletune.tuning._multifidelity import RungModelSearcher
 from scaletune.tuning._objectives import Goals
 from scaletune.tuning._pareto import Direction
+from scaletune.tuning._pbt import PopulationBasedTraining
 from scaletune.tuning._schedulers import FIFOScheduler, MedianStoppingScheduler, Scheduler
 from scaletune.tuning._searchers import (
     GridSearcher,
@@ -19,6 +20,25 @@ from scaletune.tuning._searchers import (
 
 def goals_of(spec: TuningJobSpec) -> Goals:
     return Goals.of_spec(spec.all_objectives, spec.constraints)
+
+
+def make_search(
+    spec: TuningJobSpec,
+) -> tuple[Searcher, Scheduler, PopulationBasedTraining | None]:
+    """The searcher and the scheduler of a tuning job; for PBT, both faces of one population
+    (returned too: the tuning loop tells it where checkpoints are, and when a restore ends)."""
+    if spec.strategy is Strategy.PBT:
+        assert spec.pbt is not None  # the spec refuses PBT without [pbt]
+        population = PopulationBasedTraining(
+            spec.ranges,
+            spec.objective_type,
+            spec.seed,
+            spec.pbt,
+            population=spec.population_size,
+            max_jobs=spec.max_jobs,
+        )
+        return population.searcher, population.scheduler, population
+    return make_searcher(spec), make_scheduler(spec), None
 
 
 def make_searcher(spec: TuningJobSpec) -> Searcher:

@@ -101,6 +101,8 @@ ANALYTICS_COLUMNS = (
     "StopReason",
     "Feasible",
     "ParetoFront",
+    "ParentTrial",  # PBT: the trial whose checkpoint it went on from
+    "ParentCheckpointStep",  # ... and that checkpoint's step
 )
 
 
@@ -111,6 +113,8 @@ class TrialMarks:
 
     feasible: set[str] | None = None
     front: set[str] | None = None
+    # PBT: each trial that went on from another's checkpoint -> (that trial, its step)
+    parents: dict[str, tuple[int | None, int | None]] | None = None
 
 
 def trial_marks(store: Store, record: TuningJobRecord) -> TrialMarks:
@@ -125,7 +129,28 @@ def trial_marks(store: Store, record: TuningJobRecord) -> TrialMarks:
             )
         }
     front = front_of(store, record)
-    return TrialMarks(feasible, None if front is None else {point.job_id for point in front})
+    return TrialMarks(
+        feasible,
+        None if front is None else {point.job_id for point in front},
+        lineage(store, record),
+    )
+
+
+def lineage(
+    store: Store, record: TuningJobRecord
+) -> dict[str, tuple[int | None, int | None]] | None:
+    """A PBT job's trials that went on from another's checkpoint: the trial and its step, as
+    each trial's spec says (`checkpoint.start_from`). None for other strategies."""
+    if record.spec.get("strategy") != "PBT":
+        return None
+    trials = store.training_jobs_of(record.id)
+    numbers = {trial.id: trial.trial_number for trial in trials}
+    parents: dict[str, tuple[int | None, int | None]] = {}
+    for trial in trials:
+        start = (trial.spec.get("checkpoint") or {}).get("start_from")
+        if start:
+            parents[trial.id] = (numbers.get(start["job"]), start.get("step"))
+    return parents
 
 
 def analytics_rows(
@@ -153,9 +178,15 @@ def analytics_rows(
             "StopReason": trial.failure_reason,
             "Feasible": None if marks.feasible is None else trial.id in marks.feasible,
             "ParetoFront": None if marks.front is None else trial.id in marks.front,
+            **_parent_of(marks, trial.id),
         }
         for trial in trials
     ]
+
+
+def _parent_of(marks: TrialMarks, job_id: str) -> dict[str, int | None]:
+    parent, step = (marks.parents or {}).get(job_id, (None, None))
+    return {"ParentTrial": parent, "ParentCheckpointStep": step}
 
 
 def _rungs_of(record: TuningJobRecord) -> Callable[[TrialRow], dict[str, Any]]:

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from scaletune.clock import Clock
 from scaletune.errors import InvalidInputError
-from scaletune.spec import ObjectiveType, TuningJobSpec, describe_validation_error
+from scaletune.spec import ObjectiveType, StartFrom, TuningJobSpec, describe_validation_error
 from scaletune.spec._names import CLUSTER_SIZE
 from scaletune.store import (
     JobOutcome,
@@ -40,7 +40,7 @@ from scaletune.tuning._objectives import TrialCosts
 from scaletune.tuning._runners import JobTrialRunner, TrialRunner
 from scaletune.tuning._schedulers import Decision, Scheduler
 from scaletune.tuning._searchers import Searcher, Suggestion
-from scaletune.tuning._strategy import goals_of, make_scheduler, make_searcher
+from scaletune.tuning._strategy import goals_of, make_search
 from scaletune.tuning._values import seconds_per_step, tuned_value
 from scaletune.worker import Report
 
@@ -176,8 +176,11 @@ class _Run:
 
     def __init__(self, tuner: TuningController, tuning_id: str, spec: TuningJobSpec) -> None:
         self.tuner, self.store, self.spec, self.id = tuner, tuner.store, spec, tuning_id
-        self.searcher: Searcher = make_searcher(spec)
-        self.scheduler: Scheduler = make_scheduler(spec)
+        self.searcher: Searcher
+        self.scheduler: Scheduler
+        self.searcher, self.scheduler, self.population = make_search(spec)
+        if self.population is not None:
+            self.population.has_checkpoint = self._has_checkpoint
         self.goals = goals_of(spec)
         # A parameter-server job's chief and servers run beside its workers, whatever its size.
         self.extra_tasks = spec.training.task_count - spec.training.instance_count
@@ -213,9 +216,11 @@ class _Run:
         their checkpoints: they count as running, and `run` starts them first."""
         continuing = continuing or {}
         trials = self.store.training_jobs_of(self.id)
+        if self.population is not None:
+            self.population.restoring = True
         for trial in trials:
             assert trial.trial_number is not None  # trials of a tuning job have numbers
-            value, resource = self._result(trial.id)
+            value, resource = self._result(trial.id, started=trial.start_time)
             tuned = {name: tuned_value(trial, name) for name in self.spec.ranges}
             self.proposed += 1
             if trial.trial_number in continuing:
@@ -249,6 +254,8 @@ class _Run:
                 self.scheduler.on_end(trial.trial_number or 0)
             if trial.status is not JobStatus.FAILED and trial.objective is not None:
                 self._consider(trial.id, trial.objective, self._feasible(trial))
+        if self.population is not None:
+            self.population.restored()
 
     def _past_reports(
         self, trials: list[TrainingJobRecord]
@@ -283,18 +290,25 @@ class _Run:
         return self.goals.feasible(_costs(trial))
 
     def _result(
-        self, job_id: str, full_resource: int | None = None, number: int | None = None
+        self,
+        job_id: str,
+        full_resource: int | None = None,
+        number: int | None = None,
+        started: float | None = None,
     ) -> tuple[float | None, int | None]:
         """A trial's objective: its last reported value, and the step it was reported at;
-        recorded with what the tuning job's cost estimate needs of it, and its bracket."""
+        recorded with what the tuning job's cost estimate needs of it (its speed from its own
+        reports since it `started`: a PBT copy's first ones are its parent's), and its
+        bracket."""
         series = self.store.metrics(job_id, self.spec.objective_metric)
         value = series[-1].value if series else None
         resource = series[-1].step if series else None
+        own = [p for p in series if started is None or p.time >= started]
         self.store.set_trial_result(
             job_id,
             value,
             resource,
-            seconds_per_step=seconds_per_step(series),
+            seconds_per_step=seconds_per_step(own),
             full_resource=full_resource,
             bracket=None if number is None else self.scheduler.bracket(number),
         )
@@ -385,16 +399,30 @@ class _Run:
             with self.lock:
                 suggestion = self.searcher.suggest()
             if suggestion is None:
-                self.halt_reason = "the search space is exhausted"
-                break
+                if self.population is None:
+                    self.halt_reason = "the search space is exhausted"
+                break  # PBT: a new trial comes when a running one is exploited
             self.proposed += 1
             self._start(suggestion)
+        if self.population is not None:
+            with self.lock:
+                return self.halt_reason is None and self.population.may_propose()
         return self.halt_reason is None and self.proposed < self.spec.max_jobs
 
+    def _job_id(self, number: int) -> str:
+        return f"{self.id}-{number:03d}"
+
+    def _has_checkpoint(self, number: int) -> bool:
+        return self.runner.has_checkpoint(self._job_id(number))
+
     def _start(self, suggestion: Suggestion) -> None:
-        job_id, number = f"{self.id}-{suggestion.number:03d}", suggestion.number
+        job_id, number = self._job_id(suggestion.number), suggestion.number
+        parent = suggestion.parent
         try:
-            training = self.spec.trial_spec(suggestion.config)
+            training = self.spec.trial_spec(
+                suggestion.config,
+                None if parent is None else StartFrom(job=self._job_id(parent)),
+            )
             full = self.runner.prepare(
                 training, job_id=job_id, tuning_job_id=self.id, trial_number=number
             )
@@ -492,7 +520,9 @@ class _Run:
             self.outcomes[record.status] += 1
         if record.status is JobStatus.FAILED:
             self._count_failure(record.failure_reason)
-        value, resource = self._result(trial.job_id, trial.full_resource, number)
+        value, resource = self._result(
+            trial.job_id, trial.full_resource, number, started=record.start_time
+        )
         failed = record.status is JobStatus.FAILED or value is None
         others, violations = self._outcome(record)
         with self.lock:

@@ -81,3 +81,24 @@ def test_the_same_seed_builds_the_same_weights(architecture: str) -> None:
     for a, b in zip(first.parameters(), second.parameters(), strict=True):
         assert torch.equal(a, b)
     assert build_model(config, seed=5)(torch.zeros(3, 64)).shape == (3, 10)
+
+
+def test_a_checkpoints_optimiser_state_goes_on_under_the_jobs_own_settings() -> None:
+    from scaletune.algorithms.dnn._common import restore_optimizer
+
+    weights = torch.nn.Parameter(torch.ones(3))
+    donor = torch.optim.SGD([weights], lr=0.1, momentum=0.9, weight_decay=0.01)
+    weights.grad = torch.full((3,), 2.0)
+    donor.step()
+    saved = donor.state_dict()
+    buffer = donor.state[weights]["momentum_buffer"].clone()
+
+    mine = torch.optim.SGD([weights], lr=0.5, momentum=0.5, weight_decay=0.0)
+    restore_optimizer(mine, saved)
+    assert torch.equal(mine.state[weights]["momentum_buffer"], buffer)  # the moments go on
+    group = mine.param_groups[0]
+    assert (group["lr"], group["momentum"], group["weight_decay"]) == (0.5, 0.5, 0.0)
+
+    other_kind = torch.optim.Adam([weights], lr=0.01)
+    restore_optimizer(other_kind, saved)  # SGD's state is not Adam's: left out
+    assert not other_kind.state

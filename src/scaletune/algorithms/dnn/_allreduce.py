@@ -17,7 +17,14 @@ from torch.nn.parallel import DistributedDataParallel
 from scaletune.worker import WorkerContext
 
 from ._checkpoint import STATE_FILE, Position, pack, rank_state, unpack
-from ._common import LossTally, backward, make_optimizer, micro_batch_loss, set_learning_rate
+from ._common import (
+    LossTally,
+    backward,
+    make_optimizer,
+    micro_batch_loss,
+    restore_optimizer,
+    set_learning_rate,
+)
 from ._gns import GradientNoiseScale
 from ._run import DNNRun
 from ._schedule import LearningRateSchedule
@@ -161,7 +168,7 @@ def _resume(
         return Position.start(), LossTally()
     state = unpack(checkpoints.load()[STATE_FILE])
     model.load_state_dict(state["model"])
-    optimizer.load_state_dict(state["optimizer"])
+    restore_optimizer(optimizer, state["optimizer"])
     mine = state["ranks"][run.ctx.rank]
     if noise is not None and mine["noise"] is not None:
         noise._true_sq, noise._trace = mine["noise"]

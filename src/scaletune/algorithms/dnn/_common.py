@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -89,6 +90,20 @@ def make_optimizer(
         momentum=hyperparameters.momentum,
         weight_decay=hyperparameters.weight_decay,
     )
+
+
+def restore_optimizer(optimizer: torch.optim.Optimizer, saved: dict[str, Any]) -> None:
+    """A checkpoint's optimiser state under this job's own settings: a job that goes on from
+    another job's checkpoint (PBT's exploit step) with another momentum or weight decay
+    trains with its own. The state of another kind of optimiser (its settings have other
+    names) is left out: the weights go on, the optimiser's moments start afresh."""
+    own = [{k: v for k, v in group.items() if k != "params"} for group in optimizer.param_groups]
+    theirs = [set(group) - {"params"} for group in saved.get("param_groups", [])]
+    if theirs != [set(group) for group in own]:
+        return
+    optimizer.load_state_dict(saved)
+    for group, settings in zip(optimizer.param_groups, own, strict=True):
+        group.update(settings)
 
 
 def set_learning_rate(optimizer: torch.optim.Optimizer, lr: float) -> None:

@@ -30,6 +30,7 @@ from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from scaletune.errors import ScaletuneError
 
+from ._common import restore_optimizer
 from ._schedule import LearningRateSchedule
 
 CONNECT_SECONDS = 120.0
@@ -152,7 +153,7 @@ class ParameterServer:
 
     def _restore(self, state: dict[str, Any]) -> None:
         self._model.load_state_dict(state["model"])
-        self._optimizer.load_state_dict(state["optimizer"])
+        restore_optimizer(self._optimizer, state["optimizer"])
         self._version = int(state["version"])
         self._statistics = EpochStatistics(**state["statistics"])
 

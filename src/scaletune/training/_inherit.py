@@ -1,0 +1,94 @@
+"""A job that begins from another job's checkpoint (`checkpoint.start_from`): the checkpoint
+is copied into the new job's own folder, and the other job's reports up to it become the new
+job's first reports, so its curve shows all the training its model went through."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from scaletune.checkpoints import Checkpoint, CheckpointError, CheckpointFolder
+from scaletune.errors import InvalidInputError, JobNotFoundError
+from scaletune.spec import StartFrom, TrainingJobSpec
+from scaletune.store import MetricPoint, Store
+from scaletune.training._attempt import INHERITED_FROM, reported_step
+from scaletune.training._paths import JobPaths
+
+
+@dataclass(frozen=True)
+class Inheritance:
+    """Another job's checkpoint, read whole, and its reports up to it."""
+
+    job_id: str
+    checkpoint: Checkpoint
+    files: dict[str, bytes]
+    metrics: list[MetricPoint]
+
+    def recorded_in(self, spec: TrainingJobSpec) -> TrainingJobSpec:
+        """The spec as the job records it: `start_from` with the step it took."""
+        start = StartFrom(job=self.job_id, step=self.checkpoint.step)
+        checkpoint = spec.checkpoint.model_copy(update={"start_from": start})
+        return spec.model_copy(update={"checkpoint": checkpoint})
+
+    @property
+    def reported_step(self) -> int:
+        saved = reported_step(self.checkpoint)
+        return self.checkpoint.step if saved is None else saved
+
+
+def read_inheritance(
+    store: Store, jobs_dir: Path, spec: TrainingJobSpec, start_from: StartFrom
+) -> Inheritance:
+    """The checkpoint `start_from` names, checked and read; every problem is one line that
+    names the value (nothing is written yet)."""
+    where = "checkpoint.start_from"
+    try:
+        donor = store.get_training_job(start_from.job)
+    except JobNotFoundError:
+        raise InvalidInputError(f"{where}.job: there is no job {start_from.job!r}") from None
+    if donor.algorithm != spec.algorithm.value:
+        raise InvalidInputError(
+            f"{where}.job: job {donor.id!r} ran {donor.algorithm!r}, this job runs "
+            f"{spec.algorithm.value!r}"
+        )
+    try:
+        donor_spec = TrainingJobSpec.model_validate(donor.spec)
+    except ValidationError:
+        raise InvalidInputError(f"{where}.job: job {donor.id!r}'s spec no longer loads") from None
+    if not donor_spec.checkpoint.enabled:
+        raise InvalidInputError(f"{where}.job: job {donor.id!r} keeps no checkpoints")
+    folder = CheckpointFolder(JobPaths.for_job(jobs_dir, donor.id, donor_spec).checkpoints)
+    try:
+        if start_from.step is not None:
+            checkpoint = folder.at(start_from.step)
+        else:
+            found = folder.latest()
+            if found is None:
+                raise InvalidInputError(
+                    f"{where}.job: job {donor.id!r} has no complete checkpoint yet"
+                )
+            checkpoint = found
+        files = folder.load(checkpoint)
+    except CheckpointError as exc:
+        raise InvalidInputError(f"{where}: {exc}") from None
+    saved = reported_step(checkpoint)
+    up_to = checkpoint.step if saved is None else saved
+    metrics = [point for point in store.metrics(donor.id) if point.step <= up_to]
+    return Inheritance(donor.id, checkpoint, files, metrics)
+
+
+def copy_checkpoint(inheritance: Inheritance, folder: CheckpointFolder) -> Checkpoint:
+    """The inherited checkpoint, saved in this job's own folder under its step, marked as
+    inherited (its reports are the other job's: it is usable before this job reports)."""
+    checkpoint = inheritance.checkpoint
+    meta = {
+        **checkpoint.meta,
+        "reported_step": inheritance.reported_step,
+        INHERITED_FROM: inheritance.job_id,
+    }
+    try:
+        return folder.save(checkpoint.step, inheritance.files, meta, saved_at=checkpoint.saved_at)
+    except CheckpointError as exc:
+        raise InvalidInputError(f"checkpoint.start_from: {exc}") from None

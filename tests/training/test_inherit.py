@@ -1,0 +1,107 @@
+"""A job that begins from another job's checkpoint (`checkpoint.start_from`), with real
+2-worker XGBoost jobs: the same settings go on exactly as the other job went; other settings
+go on from its trees; a bad start is refused before anything is written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scaletune.api import Session
+from scaletune.checkpoints import CheckpointFolder
+from scaletune.errors import InvalidInputError
+from scaletune.spec import TrainingJobSpec, training_spec_from_dict
+from scaletune.store import JobStatus, TrainingJobRecord
+from tests.jobs import run_job
+
+HYPERPARAMETERS = {"num_round": 12, "max_depth": 3, "eta": 0.3, "eval_metric": "auc"}
+
+
+def _spec(start_from: dict[str, Any] | None = None, **hyperparameters: Any) -> TrainingJobSpec:
+    channel = {"dataset": "breast-cancer"}
+    checkpoint: dict[str, Any] = {"every_steps": 4, "every_seconds": None, "keep": 3}
+    if start_from is not None:
+        checkpoint["start_from"] = start_from
+    return training_spec_from_dict(
+        {
+            "algorithm": "xgboost",
+            "instance_count": 2,
+            "hyperparameters": {**HYPERPARAMETERS, **hyperparameters},
+            "channels": {"train": channel, "validation": channel},
+            "checkpoint": checkpoint,
+        }
+    )
+
+
+def _curve(session: Session, record: TrainingJobRecord) -> list[tuple[int, float]]:
+    return [(p.step, p.value) for p in session.store.metrics(record.id, "validation:auc")]
+
+
+def test_the_same_settings_from_a_checkpoint_go_on_as_the_first_job_did(
+    session: Session,
+) -> None:
+    first = run_job(session, _spec())
+    assert first.status is JobStatus.COMPLETED, first.failure_reason
+    second = run_job(session, _spec({"job": first.id, "step": 8}))
+
+    assert second.status is JobStatus.COMPLETED, second.failure_reason
+    (attempt,) = session.store.attempts.of(second.id)
+    assert attempt.resumed_from_step == 8
+    assert _curve(session, second) == _curve(session, first)  # steps 1-8 copied, 9-12 its own
+    assert (
+        Path(second.artifact or "", "xgboost-model.json").read_bytes()
+        == Path(first.artifact or "", "xgboost-model.json").read_bytes()
+    )
+    assert second.spec["checkpoint"]["start_from"] == {"job": first.id, "step": 8}
+    # Its folder holds the copy (marked as another job's) and its own newest checkpoint.
+    folder = CheckpointFolder(_checkpoints(session, second))
+    assert [c.step for c in folder.complete()] == [8, 12]  # the copy, and its own (keep 3)
+    assert folder.at(8).meta["inherited_from"] == first.id
+
+
+def test_other_settings_grow_on_from_the_checkpoints_trees(session: Session) -> None:
+    first = run_job(session, _spec())
+    second = run_job(session, _spec({"job": first.id}, eta=0.05, max_depth=2))
+
+    assert second.status is JobStatus.COMPLETED, second.failure_reason
+    assert session.store.attempts.of(second.id)[0].resumed_from_step == 12  # the newest
+    assert _curve(session, second) == _curve(session, first)  # nothing left to grow
+    third = run_job(session, _spec({"job": first.id, "step": 4}, eta=0.05, max_depth=2))
+    ours, theirs = _curve(session, third), _curve(session, first)
+    assert ours[:4] == theirs[:4]
+    assert [step for step, _ in ours] == list(range(1, 13))
+    assert ours[4:] != theirs[4:]  # its own eta and depth from round 5 on
+
+
+@pytest.mark.parametrize(
+    ("start_from", "expected"),
+    [
+        ({"job": "nobody"}, "checkpoint.start_from.job: there is no job 'nobody'"),
+        ({"job": "FIRST", "step": 5}, "checkpoint.start_from: no complete checkpoint at step 5"),
+    ],
+)
+def test_a_bad_start_is_refused_and_nothing_is_written(
+    session: Session, start_from: dict[str, Any], expected: str
+) -> None:
+    first = run_job(session, _spec())
+    start_from = {**start_from, "job": start_from["job"].replace("FIRST", first.id)}
+    before = [job.id for job in session.store.list_training_jobs()]
+    with pytest.raises(InvalidInputError) as caught:
+        session.controller.prepare(_spec(start_from))
+    assert expected in str(caught.value) and "\n" not in str(caught.value)
+    assert [job.id for job in session.store.list_training_jobs()] == before
+
+
+def test_a_job_without_checkpoints_is_no_start(session: Session) -> None:
+    plain = training_spec_from_dict(
+        {**_spec().model_dump(mode="json", exclude_none=True), "checkpoint": {"enabled": False}}
+    )
+    first = run_job(session, plain)
+    with pytest.raises(InvalidInputError, match=f"job {first.id!r} keeps no checkpoints"):
+        session.controller.prepare(_spec({"job": first.id}))
+
+
+def _checkpoints(session: Session, record: TrainingJobRecord) -> Path:
+    return session.controller.jobs_dir / record.id / "checkpoints"
