@@ -6,7 +6,8 @@
    27 steps at most; `benchmarks/scale/_synthetic.py`), on SQLite and PostgreSQL:
    - simulation time per trial (the real tuning loop and store writes, no training);
    - `tuning show ID`, `tuning analytics ID --csv F`, `jobs list --tuning-job ID`, and
-     `report ID` as commands (wall time including Python's start; peak RSS of the process);
+     `report ID` as commands (wall time including Python's start; peak RSS of the process),
+     on both stores side by side, the stores' order alternating from one repeat to the next;
    - one trial's metric curve (`Store.metrics`, in process: the read a console makes), each
      beside a bare `SELECT 1` on the same pool (the floor any read pays on that store);
    - the console's trials table at its middle page, best first (in process), beside the same
@@ -123,41 +124,68 @@ def _store_url(kind: str, folder: Path, size: int, postgres: str | None) -> str:
     return postgres.rsplit("/", 1)[0] + f"/{database}"
 
 
-def one_size(kind: str, size: int, url: str, folder: Path, repeats: int) -> dict[str, Any]:
+def one_size(size: int, urls: dict[str, str], folder: Path, repeats: int) -> list[dict[str, Any]]:
+    """Each store's tuning job of `size` trials, simulated; then the read commands on both
+    stores side by side (each repeat runs every command on each store, the stores' order
+    alternating), so that the machine's moods fall on both alike; then the reads in process."""
+    built = {kind: _simulated(kind, size, url) for kind, url in urls.items()}
+    commands = {
+        kind: {
+            "tuning show": _scaletune("tuning", "show", tuning_id),
+            "tuning analytics --csv": _scaletune(
+                "tuning", "analytics", tuning_id, "--csv", str(folder / f"{kind}-{size}.csv")
+            ),
+            "jobs list --tuning-job": _scaletune("jobs", "list", "--tuning-job", tuning_id),
+            "report": _scaletune("report", tuning_id, "--out", str(folder / f"{kind}-{size}")),
+        }
+        for kind, (tuning_id, _) in built.items()
+    }
+    runs: dict[tuple[str, str], list[tuple[float, float | None]]] = {}
+    for repeat in range(repeats):
+        kinds = list(urls) if repeat % 2 == 0 else list(reversed(urls))
+        for kind in kinds:
+            for name, command in commands[kind].items():
+                if name != "report" or repeat == 0:  # a report is one long run
+                    runs.setdefault((kind, name), []).append(_run(command, urls[kind]))
+    results = []
+    for kind, (tuning_id, result) in built.items():
+        url = urls[kind]
+        in_process = _in_process(url, tuning_id, folder / f"{kind}-{size}-in-process", repeats)
+        reads: dict[str, Any] = {}
+        for name in commands[kind]:
+            measured = runs[(kind, name)]
+            reads[name] = {
+                "seconds": summary([seconds for seconds, _ in measured]),
+                "in_process_seconds": in_process[name],
+                "peak_rss_mib": max(rss or 0.0 for _, rss in measured),
+            }
+            print(
+                f"  {kind} {name}: {reads[name]['seconds']['median']:.2f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+        pages = _middle_page(url, tuning_id, size, repeats)
+        for name, seconds in (_curves(url, tuning_id) | pages).items():
+            reads[name] = {"seconds": seconds, "in_process_seconds": seconds, "peak_rss_mib": None}
+        results.append(result | {"reads": reads})
+    return results
+
+
+def _simulated(kind: str, size: int, url: str) -> tuple[str, dict[str, Any]]:
+    """A simulated tuning job of `size` trials in the store at `url`: its id, and what its
+    simulation cost."""
     with Store(url) as store:
         started = time.perf_counter()
         record = simulate_tuning(spec(size), SyntheticCurves(), store, start_time=1e9)
         simulated = time.perf_counter() - started
         points = sum(len(curve) for curve in store.trials.curves(record.id, METRIC).values())
     print(f"{kind} {size}: simulated in {simulated:.1f} s", file=sys.stderr, flush=True)
-    commands = {
-        "tuning show": _scaletune("tuning", "show", record.id),
-        "tuning analytics --csv": _scaletune(
-            "tuning", "analytics", record.id, "--csv", str(folder / f"{kind}-{size}.csv")
-        ),
-        "jobs list --tuning-job": _scaletune("jobs", "list", "--tuning-job", record.id),
-        "report": _scaletune("report", record.id, "--out", str(folder / f"{kind}-{size}")),
-    }
-    in_process = _in_process(url, record.id, folder / f"{kind}-{size}-in-process", repeats)
-    reads: dict[str, Any] = {}
-    for name, command in commands.items():
-        runs = [_run(command, url) for _ in range(1 if name == "report" else repeats)]
-        reads[name] = {
-            "seconds": summary([seconds for seconds, _ in runs]),
-            "in_process_seconds": in_process[name],
-            "peak_rss_mib": max(rss or 0.0 for _, rss in runs),
-        }
-        print(f"  {name}: {reads[name]['seconds']['median']:.2f} s", file=sys.stderr, flush=True)
-    pages = _middle_page(url, record.id, size, repeats)
-    for name, seconds in (_curves(url, record.id) | pages).items():
-        reads[name] = {"seconds": seconds, "in_process_seconds": seconds, "peak_rss_mib": None}
-    return {
+    return record.id, {
         "store": kind,
         "trials": size,
         "metric_points": points,
         "simulation_seconds": simulated,
         "simulation_ms_per_trial": 1000 * simulated / size,
-        "reads": reads,
     }
 
 
@@ -331,19 +359,19 @@ def main() -> None:
             folder = Path(scratch)
             results = []
             cli: dict[str, Any] = {}
-            for kind in stores:
-                for size in sizes:
-                    url = _store_url(kind, folder, size, postgres)
-                    results.append(one_size(kind, size, url, folder, args.repeats))
-                    if kind == "sqlite" and size == min(sizes):
-                        with Store(url) as store:
-                            tuning_id = store.list_tuning_jobs(limit=1)[0].id
-                        cli = cli_start(url, tuning_id, args.start_repeats)
+            for size in sizes:
+                urls = {kind: _store_url(kind, folder, size, postgres) for kind in stores}
+                results.extend(one_size(size, urls, folder, args.repeats))
+                if "sqlite" in urls and size == min(sizes):
+                    with Store(urls["sqlite"]) as store:
+                        tuning_id = store.list_tuning_jobs(limit=1)[0].id
+                    cli = cli_start(urls["sqlite"], tuning_id, args.start_repeats)
     finally:
         if server is not None:
             subprocess.run(
                 [str(ROOT / "scripts" / "test-postgres.sh"), "stop", server], check=False
             )
+    results.sort(key=lambda result: (stores.index(result["store"]), result["trials"]))
     ratios = _ratios(results)
     write(
         args.name,
