@@ -240,9 +240,13 @@ def test_exploited_trials_hand_their_place_to_copies_of_better_ones(store: Store
     assert best.hyperparameters["x"] > 0.8
 
 
-def test_a_pbt_job_replays(store: Store) -> None:
+def test_a_pbt_job_replays_as_itself_or_as_another_strategy(store: Store) -> None:
     tuning_id = _simulate(store, _pbt_job())
     replayed = replay_tuning(store, tuning_id, start_time=9_000.0)
     assert replayed.status is JobStatus.COMPLETED
     frame = analytics_dataframe(store, replayed.id)
     assert frame["ParentTrial"].notna().any()
+    as_random = replay_tuning(store, tuning_id, ["strategy=Random"], start_time=9_000.0)
+    assert as_random.status is JobStatus.COMPLETED
+    assert as_random.spec.get("pbt") is None
+    assert analytics_dataframe(store, as_random.id)["ParentTrial"].isna().all()

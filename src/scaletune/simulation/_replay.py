@@ -163,7 +163,10 @@ def replay_tuning(
     raw = source.spec.model_dump(mode="json", exclude_none=True)
     for override in overrides:
         apply_override(raw, override)
-    if raw.get("strategy") != "Hyperband":  # TOML has no null: another strategy drops it
+    # TOML has no null: another strategy drops the table of the one it replaces.
+    if raw.get("strategy") != "Hyperband":
         raw.pop("hyperband", None)
+    if raw.get("strategy") != "PBT":
+        raw.pop("pbt", None)
     spec = tuning_spec_from_dict(raw)
     return simulate_tuning(spec, source, store, start_time=start_time)

@@ -81,8 +81,9 @@ class SimulatedTrialRunner:
         curve = self.source.curve(spec.hyperparameters, spec.instance_count)
         start_from = spec.checkpoint.start_from
         inherited = [] if start_from is None else self._inherited(start_from.job)
+        reached = max((point.step for point in inherited), default=0)
         if start_from is not None:  # recorded with the step it took: its donor's newest
-            taken = start_from.model_copy(update={"step": max(p.step for p in inherited)})
+            taken = start_from.model_copy(update={"step": reached})
             checkpoint = spec.checkpoint.model_copy(update={"start_from": taken})
             spec = spec.model_copy(update={"checkpoint": checkpoint})
         self.store.create_training_job(
@@ -100,7 +101,6 @@ class SimulatedTrialRunner:
         if start_from is not None:
             # A surrogate has no weights to pass on: the trial follows its own curve from
             # the step it inherits, having paid for none of the steps before it.
-            reached = max(point.step for point in inherited)
             trial.reported = sum(1 for point in curve.points if point.step <= reached)
             trial.inherited = True
             trial.final_metrics = {point.name: point.value for point in inherited}

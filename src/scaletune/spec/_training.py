@@ -237,7 +237,7 @@ class ScriptSpec(_Frozen):
 
 class StartFrom(_Frozen):
     """Another job's checkpoint to begin from: its model and optimiser state, and its reports
-    up to there (fine-tuning on; population-based training's exploit step)."""
+    up to there (to train on from another job's model; population-based training's copies)."""
 
     job: str = Field(min_length=1)
     step: int | None = Field(default=None, ge=0, description="its newest complete one if unset")
