@@ -199,7 +199,13 @@ def test_the_pbt_example_runs_and_analytics_show_the_lineage(
         "--set",
         "max_parallel_jobs=2",
         "--set",
-        "training.hyperparameters.epochs=6",
+        "training.hyperparameters.epochs=8",
+        # Ranked at every epoch, with a checkpoint every 10 updates (about 5 an epoch): on a
+        # loaded machine the two members still overlap and have a checkpoint to copy.
+        "--set",
+        "pbt.perturbation_interval=1",
+        "--set",
+        "training.checkpoint.every_steps=10",
     )
     assert code == 0, err
     summary = json.loads(out)

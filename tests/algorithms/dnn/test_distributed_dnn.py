@@ -150,7 +150,11 @@ def test_asynchronous_workers_report_staleness_bounded_or_not(
     record = free.describe()
     assert record.status is JobStatus.COMPLETED, record.failure_reason
     assert list(free.metrics("ps:staleness_max")["step"]) == [1, 2, 3]
-    assert record.final_metrics["validation:accuracy"] > 0.3  # learns (chance is 0.1)
+    # It learns: chance is 0.1, where a server that applied no push would stay. How far it
+    # gets in 3 epochs varies with how the pushes interleave (0.29 once on a loaded CI
+    # machine; 0.63 to 0.80 in six runs on an idle or a busy one), so the floor is twice
+    # chance.
+    assert record.final_metrics["validation:accuracy"] > 0.2
     bounded = _fit(session, 3, {**PS_ASYNC, "staleness_bound": 0}, epochs=2).describe()
     assert bounded.status is JobStatus.COMPLETED, bounded.failure_reason
     # Never more than one push ahead of the slowest: it misses at most the others' pushes.
