@@ -105,3 +105,24 @@ def test_a_job_without_checkpoints_is_no_start(session: Session) -> None:
 
 def _checkpoints(session: Session, record: TrainingJobRecord) -> Path:
     return session.controller.jobs_dir / record.id / "checkpoints"
+
+
+def test_a_dnn_checkpoint_goes_on_only_on_as_many_workers(session: Session) -> None:
+    """Its checkpoint holds each worker's place in its shard: another size is refused."""
+    channel = {"dataset": "digits"}
+    raw: dict[str, Any] = {
+        "algorithm": "dnn",
+        "instance_count": 1,
+        "hyperparameters": {"model": "mlp", "hidden_units": 16, "epochs": 1},
+        "channels": {"train": channel, "validation": channel},
+        "checkpoint": {"every_steps": 10, "every_seconds": None},
+    }
+    first = run_job(session, training_spec_from_dict(raw))
+    assert first.status is JobStatus.COMPLETED, first.failure_reason
+    wider = {**raw, "instance_count": 2, "checkpoint": {"start_from": {"job": first.id}}}
+    with pytest.raises(InvalidInputError, match="holds the state of each of its 1 workers"):
+        session.controller.prepare(training_spec_from_dict(wider))
+    same = {**raw, "checkpoint": {"start_from": {"job": first.id}}}
+    second = run_job(session, training_spec_from_dict(same))
+    assert second.status is JobStatus.COMPLETED, second.failure_reason
+    assert session.store.attempts.of(second.id)[0].resumed_from_step is not None

@@ -150,6 +150,13 @@ def test_explore_keeps_every_kind_of_range_within_bounds() -> None:
         assert config["booster"] in ("gbtree", "dart", "gblinear")
 
 
+def test_a_tuned_cluster_size_is_the_donors() -> None:
+    ranges: dict[str, Range] = {**RANGES, "instance_count": IntegerRange(min_value=1, max_value=4)}
+    population = _population(ranges, resample_probability=1.0)
+    for _ in range(20):
+        assert population.explore({"x": 0.5, "instance_count": 3})["instance_count"] == 3
+
+
 def test_a_restart_replays_without_deciding_then_fills_the_population_up() -> None:
     before = _population()
     configs = {number: before.suggest() for number in range(4)}

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from scaletune.checkpoints import Checkpoint, CheckpointError, CheckpointFolder
 from scaletune.errors import InvalidInputError, JobNotFoundError
-from scaletune.spec import StartFrom, TrainingJobSpec
+from scaletune.spec import AlgorithmName, StartFrom, TrainingJobSpec
 from scaletune.store import MetricPoint, Store
 from scaletune.training._attempt import INHERITED_FROM, reported_step
 from scaletune.training._paths import JobPaths
@@ -52,6 +52,12 @@ def read_inheritance(
         raise InvalidInputError(
             f"{where}.job: job {donor.id!r} ran {donor.algorithm!r}, this job runs "
             f"{spec.algorithm.value!r}"
+        )
+    if spec.algorithm is AlgorithmName.DNN and donor.instance_count != spec.instance_count:
+        raise InvalidInputError(
+            f"{where}.job: job {donor.id!r}'s checkpoint holds the state of each of its "
+            f"{donor.instance_count} workers (its place in their shards); this job has "
+            f"{spec.instance_count}"
         )
     try:
         donor_spec = TrainingJobSpec.model_validate(donor.spec)

@@ -27,6 +27,7 @@ from scaletune.spec import (
     Range,
     Scaling,
 )
+from scaletune.spec._names import CLUSTER_SIZE
 from scaletune.tuning._schedulers import CONTINUE, Decision, Verdict
 from scaletune.tuning._searchers import Config, OptunaSearcher, Suggestion, random_searcher
 
@@ -106,11 +107,14 @@ class PopulationBasedTraining:
     def explore(self, config: Mapping[str, object]) -> Config:
         """The donor's settings perturbed: each drawn afresh with `resample_probability`,
         else multiplied by one of `perturbation_factors` (for a range dense near 1, its
-        distance to 1) and kept within its range; a category moves to a neighbour."""
+        distance to 1) and kept within its range; a category moves to a neighbour. A tuned
+        cluster size is the donor's: the copy goes on from its workers' checkpoint."""
         perturbed: Config = {}
         for name, parameter in self._ranges.items():
             value = config[name]
-            if self._rng.random() < self._settings.resample_probability:
+            if name == CLUSTER_SIZE:  # a checkpoint may hold each worker's state: kept
+                perturbed[name] = value
+            elif self._rng.random() < self._settings.resample_probability:
                 perturbed[name] = self._draw(parameter)
             elif isinstance(parameter, CategoricalRange):
                 values = parameter.values
