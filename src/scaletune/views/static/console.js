@@ -21,7 +21,9 @@
       say(null);
     });
     source.addEventListener("change", function (event) {
-      if (lastMark !== null && event.data !== lastMark) {
+      // The first mark too: the page was rendered before the stream opened, and a change in
+      // between (a job that ended just after its page was read) would never show otherwise.
+      if (event.data !== lastMark) {
         document.body.dispatchEvent(new CustomEvent("st-refresh"));
       }
       lastMark = event.data;
