@@ -199,11 +199,12 @@ def test_the_pbt_example_runs_and_analytics_show_the_lineage(
         "--set",
         "max_parallel_jobs=2",
         "--set",
-        "training.hyperparameters.epochs=8",
-        # Ranked at every epoch, with a checkpoint every 10 updates (about 5 an epoch): on a
-        # loaded machine the two members still overlap and have a checkpoint to copy.
+        # Long enough that the two members train at the same time: an epoch of digits takes
+        # a fraction of a second, less than the spread of two workers' start-up on a loaded
+        # machine. Ranked every 2 epochs, with a checkpoint every 10 updates (5 an epoch).
+        "training.hyperparameters.epochs=30",
         "--set",
-        "pbt.perturbation_interval=1",
+        "pbt.perturbation_interval=2",
         "--set",
         "training.checkpoint.every_steps=10",
     )
