@@ -27,6 +27,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import psutil
@@ -36,7 +37,7 @@ from scaletune.api import Session
 from scaletune.cluster import Group, free_port
 from scaletune.data import load_channels
 from scaletune.data._table import shard_bounds
-from scaletune.spec import ShardingMode, load_training_spec
+from scaletune.spec import ShardingMode, TrainingJobSpec, load_training_spec
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 SCRIPT = EXAMPLES / "scripts" / "tf_mnist.py"
@@ -72,8 +73,10 @@ def write_shards(spec: object, folder: Path, workers: int) -> list[dict[str, str
 
 
 def by_hand(
-    arguments: list[str], environments: list[dict[str, str]], folder: Path
+    arguments: list[str], environments: list[dict[str, str]], folder: Path, **popen: Any
 ) -> tuple[float, str]:
+    """Each rank's process started together (`popen`: more of Popen's settings); the whole
+    run's seconds and rank 0's output."""
     addresses = [f"127.0.0.1:{free_port()}" for _ in environments]
     started = time.monotonic()
     processes = []
@@ -91,6 +94,7 @@ def by_hand(
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
+                **popen,
             )
         )
     outputs = [process.communicate() for process in processes]
@@ -115,6 +119,20 @@ def _cpu(process: psutil.Process) -> float:
     return float(times.user + times.system)
 
 
+def mirrored_job(workers: int, epochs: int) -> tuple[TrainingJobSpec, list[str]]:
+    """The example's job on MNIST from the shared data, and its script's arguments."""
+    overrides = [
+        f"instance_count={workers}",
+        f"hyperparameters.epochs={epochs}",
+        "hyperparameters.checkpoint_every=0",  # by hand there is nowhere to save them
+        f"channels.train.dataset_file={MNIST_FOLDER}",
+        f"channels.validation.dataset_file={MNIST_FOLDER}",
+    ]
+    spec = load_training_spec(EXAMPLES / "tf-mirrored-mnist.toml", overrides)
+    arguments = [part for k, v in spec.hyperparameters.items() for part in (f"--{k}", str(v))]
+    return spec, arguments
+
+
 ARMS = ("by hand", "scaletune", "by hand again")  # rotated: each arm takes each place
 
 
@@ -124,15 +142,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
-    overrides = [
-        f"instance_count={args.workers}",
-        f"hyperparameters.epochs={args.epochs}",
-        "hyperparameters.checkpoint_every=0",  # by hand there is nowhere to save them
-        f"channels.train.dataset_file={MNIST_FOLDER}",
-        f"channels.validation.dataset_file={MNIST_FOLDER}",
-    ]
-    spec = load_training_spec(EXAMPLES / "tf-mirrored-mnist.toml", overrides)
-    arguments = [part for k, v in spec.hyperparameters.items() for part in (f"--{k}", str(v))]
+    spec, arguments = mirrored_job(args.workers, args.epochs)
     steps: dict[str, list[float]] = {arm: [] for arm in ARMS}
     walls: dict[str, list[float]] = {arm: [] for arm in ARMS}
     own_cpu: list[float] = []  # CPU seconds scaletune's own processes used in each run

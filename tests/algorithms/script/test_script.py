@@ -193,6 +193,28 @@ def test_a_stop_ends_the_script_and_its_children(session: Session, tmp_path: Pat
     )
 
 
+def test_a_script_leads_its_own_process_group_in_its_workers_session(
+    session: Session, tmp_path: Path
+) -> None:
+    # Its own group, so a stop reaches its children; its worker's session, so the kernel's
+    # autogroup scheduling does not put each rank's script in a scheduling group of its own.
+    spec = _script_job(
+        tmp_path,
+        "import json, os\n"
+        "from pathlib import Path\n"
+        "seen = {'pid': os.getpid(), 'group': os.getpgid(0), 'session': os.getsid(0),\n"
+        "        'worker_session': os.getsid(os.getppid()),\n"
+        "        'stdin': os.readlink('/proc/self/fd/0')}\n"
+        "Path(os.environ['SCALETUNE_MODEL_DIR'], 'seen.json').write_text(json.dumps(seen))\n",
+    )
+    record = _run(session, spec)
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    seen = json.loads((Path(record.artifact or "") / "seen.json").read_text())
+    assert seen["group"] == seen["pid"]
+    assert seen["session"] == seen["worker_session"] != seen["pid"]
+    assert seen["stdin"] == "/dev/null"
+
+
 @pytest.mark.parametrize(
     ("script", "message"),
     [

@@ -63,9 +63,14 @@ def run_script(ctx: WorkerContext) -> None:
             command,
             cwd=script.source_dir,
             env=environment,
+            stdin=subprocess.DEVNULL,  # a job has no terminal to read from
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            start_new_session=True,  # its own process group: a stop ends its children too
+            # Its own process group, so that a stop ends its children too; in the worker's
+            # session, not a new one: with the kernel's autogroup scheduling every session is
+            # a scheduling group of its own, and a TensorFlow job whose ranks each had one
+            # stepped 4 % slower (benchmarks/results/tf_sessions.md).
+            process_group=0,
             preexec_fn=_die_with_parent,
         )
         tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
