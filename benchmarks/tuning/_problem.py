@@ -38,7 +38,35 @@ OTHER_TASKS = (
     "189873",
     "189906",
 )
-TASK_SETS = {"first": TASKS, "other": OTHER_TASKS}
+# Every one of LCBench's 34 tasks, in YAHPO's order (the check).
+ALL_TASKS = (
+    *TASKS,
+    "167161",
+    "167168",
+    "167181",
+    "167184",
+    "167185",
+    "167190",
+    "167200",
+    "167201",
+    "168329",
+    "168330",
+    "168331",
+    "168335",
+    "168868",
+    "168908",
+    "168910",
+    "189354",
+    "189862",
+    "189865",
+    "189866",
+    "189873",
+    "189905",
+    "189906",
+    "189908",
+    "189909",
+)
+TASK_SETS = {"first": TASKS, "other": OTHER_TASKS, "all": ALL_TASKS}
 METRIC = "val_accuracy"  # percent, maximised
 MIN_RESOURCE = FIRST_EPOCH  # every method's first rung: the first epoch that ranks anything
 WORKERS = 4  # trials at once, one worker each

@@ -39,6 +39,9 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     # start-up again), and one bracket (plain asynchronous successive halving).
     "Hyperband promotion": _hyperband("Random", ALL_BRACKETS, type="promotion"),
     "ASHA": _hyperband("Random", 1),  # scaletune's defaults
+    # The same, its first trial at the middle of every range (as older Syne Tune releases
+    # start by default): measured to choose the default.
+    "ASHA middle first": {**_hyperband("Random", 1), "first_configurations": [{}]},
     "ASHA promotion": _hyperband("Random", 1, type="promotion"),
     # BOHB-style proposals: TPE fitted on the highest rung with enough results.
     "BOHB": _hyperband("BOHB", ALL_BRACKETS),

@@ -4,6 +4,8 @@ Ray Tune and Syne Tune, WORKERS trials at a time, on the same curves, costs and 
     .bench-venv/bin/python -m benchmarks.tuning.run            # 10 tasks x 10 seeds
     .bench-venv/bin/python -m benchmarks.tuning.run --tasks 2 --seeds 2   # a quick look
     .bench-venv/bin/python -m benchmarks.tuning.run --task-set other       # ten other tasks
+    .bench-venv/bin/python -m benchmarks.tuning.run --task-set all \
+        --only ASHA --only "Ray Tune ASHA" ...                          # all 34, some methods
 
 Writes benchmarks/results/tuning_lcbench.{json,md,png} (tuning_lcbench_other.* for the other
 tasks).
@@ -46,6 +48,7 @@ OURS = (
     "Bayesian+Hyperband",
     "Hyperband promotion",
     "ASHA",
+    "ASHA middle first",
     "ASHA promotion",
     "Bayesian+ASHA promotion",
     "BOHB",
@@ -115,7 +118,7 @@ def _one(job: tuple[str, str, int]) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--task-set", choices=sorted(TASK_SETS), default="first")
-    parser.add_argument("--tasks", type=int, default=10)
+    parser.add_argument("--tasks", type=int, help="the set's first N tasks (default: all)")
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument(
@@ -155,7 +158,8 @@ def _kept_runs(jobs: list[tuple[str, str, int]], name: str) -> list[dict[str, An
     """The committed runs of the methods not run again, for the same tasks and seeds."""
     rerun = {method for method, _, _ in jobs}
     wanted = {(task, seed) for _, task, seed in jobs}
-    committed = json.loads((RESULTS / f"{name}.json").read_text())["runs"]
+    path = RESULTS / f"{name}.json"
+    committed = json.loads(path.read_text())["runs"] if path.exists() else []
     kept = [
         run
         for run in committed
@@ -276,9 +280,11 @@ def _write(
 
     RESULTS.mkdir(exist_ok=True)
     command = ("python -m benchmarks.tuning.run " + shlex.join(sys.argv[1:])).strip()
-    if args.only:  # the other methods' runs came from the committed results' command
-        earlier = json.loads((RESULTS / f"{name}.json").read_text())["command"]
-        command = f"{earlier}` then `{command}"
+    earlier: dict[str, Any] = {}
+    if args.only and (RESULTS / f"{name}.json").exists():
+        # the other methods' runs came from the committed results' command, and its note holds
+        earlier = json.loads((RESULTS / f"{name}.json").read_text())
+        command = f"{earlier['command']}` then `{command}"
     meta = {
         "command": command,
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -291,6 +297,7 @@ def _write(
         "budget": f"{BUDGET_FULL_TRIALS} median-length full trials per worker",
         "start_seconds_per_trial": COSTS.start_seconds,
         "benchmark_wall_seconds": wall,
+        **({"note": earlier["note"]} if "note" in earlier else {}),
     }
     if committed is not None:
         for key in ("command", "date", "python", "platform", "versions", "benchmark_wall_seconds"):

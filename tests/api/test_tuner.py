@@ -27,11 +27,17 @@ def test_fit_describe_best_and_analytics(session: Session) -> None:
         max_jobs=4,
         max_parallel_jobs=2,
         seed=1,
+        first_configurations=[{"max_depth": 2}],  # eta: the middle of its range
     )
     job = tuner.fit(CHANNELS)
     description = tuner.describe()
     assert description["status"] == "Completed"
     assert sum(description["job_counts"].values()) == 4
+    first = session.store.trials.rows(job.id)[0]
+    assert (first.hyperparameters["eta"], first.hyperparameters["max_depth"]) == (
+        pytest.approx(0.525),
+        2,
+    )
     assert tuner.best_training_job() == description["best_training_job"] is not None
     frame = tuner.analytics().dataframe()
     assert len(frame) == 4

@@ -139,3 +139,27 @@ def test_a_tuning_job_with_nothing_to_replay_is_refused(store: Store) -> None:
         ReplaySource(_spec(), [])
     with pytest.raises(InvalidInputError, match="nope"):
         ReplaySource.from_store(store, "nope")
+
+
+def test_first_configurations_come_first_and_a_grid_replay_drops_them(store: Store) -> None:
+    from scaletune.simulation import replay_tuning
+
+    ranges = {
+        "lr": {"type": "Categorical", "values": [0.001, 0.01, 0.1]},
+        "instance_count": {"type": "Categorical", "values": [1, 2, 3]},
+    }
+    first = [{"lr": 0.1}, {"lr": 0.01, "instance_count": 2}]
+    original = simulate_tuning(
+        _spec(ranges=ranges, first_configurations=first, max_jobs=9), ToySource(), store
+    )
+
+    def tried(tuning_id: str) -> list[tuple[object, int]]:
+        return [(t.hyperparameters["lr"], t.instance_count) for t in store.trials.rows(tuning_id)]
+
+    assert tried(original.id)[:2] == [(0.1, 1), (0.01, 2)]  # unnamed: the first category
+    again = replay_tuning(store, original.id, start_time=0.0)  # as it was
+    assert tried(again.id)[:2] == [(0.1, 1), (0.01, 2)]
+    grid = replay_tuning(
+        store, original.id, ["strategy=Grid", "max_parallel_jobs=1"], start_time=0.0
+    )
+    assert tried(grid.id)[:2] == [(0.001, 1), (0.001, 2)]  # the grid's own order from the start

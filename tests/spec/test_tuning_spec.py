@@ -223,3 +223,77 @@ def test_a_pbt_population_is_max_parallel_jobs_unless_set() -> None:
     assert spec.population_size == 2
     assert spec.pbt is not None and spec.pbt.quantile_fraction == 0.25
     assert spec.trial_spec({"eta": 0.1}).checkpoint.start_from is None
+
+
+_SPREAD = {
+    "eta": {"type": "Continuous", "min_value": 0.01, "max_value": 1},  # Auto: linear (2 decades)
+    "gamma": {"type": "Continuous", "min_value": 1e-4, "max_value": 1, "scaling": "Logarithmic"},
+    "subsample": {
+        "type": "Continuous",
+        "min_value": 0.5,
+        "max_value": 0.99,
+        "scaling": "ReverseLogarithmic",
+    },
+    "max_depth": {"type": "Integer", "min_value": 1, "max_value": 10},
+    "max_bin": {"type": "Integer", "min_value": 16, "max_value": 1024, "scaling": "Logarithmic"},
+    "tree_method": {"type": "Categorical", "values": ["hist", "approx"]},
+}
+
+
+def test_first_configurations_are_filled_in_with_the_middle_of_each_range() -> None:
+    assert tuning_spec_from_dict(_raw(ranges=_SPREAD)).first_points == []  # none by default
+    spec = tuning_spec_from_dict(_raw(ranges=_SPREAD, first_configurations=[{}]))
+    (middle,) = spec.first_points
+    assert middle["eta"] == pytest.approx(0.505)
+    assert middle["gamma"] == pytest.approx(0.01)  # the geometric mean of 1e-4 and 1
+    assert middle["subsample"] == pytest.approx(1 - (0.5 * 0.01) ** 0.5)  # halfway in 1 - x, log
+    assert middle["max_depth"] == 6  # 5.5, rounded half to even
+    assert middle["max_bin"] == 128  # the geometric mean of 16 and 1024
+    assert middle["tree_method"] == "hist"  # categories have no middle: the first
+    given = tuning_spec_from_dict(
+        _raw(ranges=_SPREAD, first_configurations=[{"eta": 0.1, "max_depth": 3}, {}])
+    )
+    assert given.first_points == [{**middle, "eta": 0.1, "max_depth": 3}, middle]
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        (
+            {"first_configurations": [{"eta": 0.1}, {"depth": 3}]},
+            "first_configurations[1].depth: no such range (ranges: eta, max_depth)",
+        ),
+        ({"first_configurations": [{"eta": 2}]}, "first_configurations[0].eta: 2 is outside"),
+        (
+            {"first_configurations": [{"max_depth": 2.5}]},
+            "first_configurations[0].max_depth: 2.5 is not a whole number",
+        ),
+        (
+            {"first_configurations": [{"eta": "fast"}]},
+            "first_configurations[0].eta: 'fast' is not a number",
+        ),
+        (
+            {"first_configurations": [{}] * 7},
+            "first_configurations: 7 of them is more than max_jobs=6",
+        ),
+        (
+            {"strategy": "Grid", "hyperband": None, "first_configurations": [{"max_depth": 2}]},
+            "first_configurations: Grid walks every point",
+        ),
+    ],
+)
+def test_bad_first_configurations_are_refused(changes: dict[str, Any], expected: str) -> None:
+    ranges = {"eta": _SPREAD["eta"], "max_depth": _SPREAD["max_depth"]}
+    if changes.get("strategy") == "Grid":
+        ranges = {"max_depth": _SPREAD["max_depth"]}
+    with pytest.raises(InvalidInputError) as caught:
+        tuning_spec_from_dict(_raw(ranges=ranges, **changes))
+    assert expected in str(caught.value)
+
+
+def test_a_category_must_be_one_of_its_values_type_and_all() -> None:
+    ranges = {"max_depth": {"type": "Categorical", "values": [1, 2]}}
+    with pytest.raises(InvalidInputError, match=r"\[0\].max_depth: True is not one of \[1, 2\]"):
+        tuning_spec_from_dict(_raw(ranges=ranges, first_configurations=[{"max_depth": True}]))
+    spec = tuning_spec_from_dict(_raw(ranges=ranges, first_configurations=[{"max_depth": 2}]))
+    assert spec.first_points == [{"max_depth": 2}]

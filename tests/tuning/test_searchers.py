@@ -183,3 +183,49 @@ def test_a_restored_multi_objective_trial_keeps_its_values() -> None:
     study = searcher._study
     assert [t.values for t in study.trials] == [[0.1 * n, float(n)] for n in range(6)]
     assert searcher.suggest().number == 6  # NSGA-II breeds from the restored generation
+
+
+@pytest.mark.parametrize("make", [random_searcher, bayesian_searcher])
+def test_the_first_configurations_come_first_then_the_searchers_own(make) -> None:
+    middle: dict[str, object] = {name: r.middle() for name, r in REFERENCE_RANGES.items()}
+    chosen = {**middle, "eta": 0.05, "max_depth": 3}
+    searcher = make(REFERENCE_RANGES, ObjectiveType.MAXIMIZE, 0, first=[middle, chosen])
+    proposals = [searcher.suggest() for _ in range(3)]
+    assert [p.config for p in proposals[:2]] == [middle, chosen]
+    assert [p.number for p in proposals] == [0, 1, 2]
+    assert proposals[2].config not in (middle, chosen) and _inside(proposals[2].config)
+    for proposal in proposals:
+        searcher.observe(proposal.number, float(proposal.config["eta"]))
+    assert [t.params["eta"] for t in searcher._study.trials[:2]] == [0.5, 0.05]  # told as tried
+
+    # After a restart, only those not tried yet come first.
+    restored = make(REFERENCE_RANGES, ObjectiveType.MAXIMIZE, 0, first=[middle, chosen])
+    restored.restore(0, middle, 0.5)
+    assert restored.suggest().config == chosen
+    again = make(REFERENCE_RANGES, ObjectiveType.MAXIMIZE, 0, first=[middle, chosen])
+    for number in range(2):
+        again.restore(number, proposals[number].config, 0.5)
+    assert again.suggest().config not in (middle, chosen)
+
+
+def test_a_pbt_population_and_bohb_start_from_the_first_configurations() -> None:
+    from scaletune.spec import PBTSpec
+    from scaletune.tuning._multifidelity import RungModelSearcher
+    from scaletune.tuning._pbt import PopulationBasedTraining
+
+    middle: dict[str, object] = {name: r.middle() for name, r in REFERENCE_RANGES.items()}
+    bohb = RungModelSearcher(REFERENCE_RANGES, ObjectiveType.MAXIMIZE, 0, [1, 3, 9], first=[middle])
+    assert bohb.suggest().config == middle
+    assert bohb.suggest().config != middle
+    population = PopulationBasedTraining(
+        REFERENCE_RANGES,
+        ObjectiveType.MAXIMIZE,
+        0,
+        PBTSpec(perturbation_interval=2),
+        population=2,
+        max_jobs=4,
+        first=[middle],
+    )
+    members = [population.searcher.suggest() for _ in range(2)]
+    assert members[0] is not None and members[0].config == middle
+    assert members[1] is not None and members[1].config != middle

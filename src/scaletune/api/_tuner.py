@@ -80,11 +80,13 @@ class Tuner:
         name: str | None = None,
         objectives: Sequence[Mapping[str, str]] | None = None,
         constraints: Sequence[str | Mapping[str, Any]] | None = None,
+        first_configurations: Sequence[Mapping[str, Any]] | None = None,
     ) -> None:
         """`objectives`: several at once, the first being `objective_metric_name`'s, e.g.
         [{"metric": "validation:auc", "type": "Maximize"}, {"metric": "billable_seconds",
         "type": "Minimize"}]; `constraints`: e.g. ["validation:auc >= 0.78"]; `pbt`: with
-        strategy "PBT", e.g. {"perturbation_interval": 3}."""
+        strategy "PBT", e.g. {"perturbation_interval": 3}; `first_configurations`: tried
+        before any proposal, a range left out taking its middle, e.g. [{"eta": 0.1}]."""
         self.estimator = estimator
         self._fields: dict[str, Any] = {
             "objective_metric": objective_metric_name,
@@ -104,6 +106,9 @@ class Tuner:
             "max_jobs_without_improvement": max_jobs_without_improvement,
             "objectives": [dict(o) for o in objectives] if objectives else None,
             "constraints": list(constraints) if constraints else None,
+            "first_configurations": [dict(c) for c in first_configurations]
+            if first_configurations
+            else None,
         }
         self._fields.update({key: value for key, value in optional.items() if value is not None})
         self.latest_tuning_job: TuningJob | None = None

@@ -6,6 +6,7 @@ environment of their own (see benchmarks/tuning/README.md), not in scaletune's o
 
 from __future__ import annotations
 
+import fcntl
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -46,9 +47,16 @@ class LCBenchSurrogate:
             ) from None
         if not (data_path / "lcbench" / "model.onnx").is_file():
             raise InvalidInputError(f"no LCBench surrogate under {str(data_path)!r}")
-        local_config.init_config()
-        local_config.set_data_path(str(data_path))
-        self._benchmark: Any = benchmark_set.BenchmarkSet("lcbench", multithread=False)
+        # YAHPO keeps the data path in one file per user, which it truncates and rewrites:
+        # processes that set it up at once (a benchmark's pool) can read it empty. One at a
+        # time; the config is then cached in this process and the file not read again.
+        lock_path = local_config.settings_path.with_name("yahpo_gym.lock")
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        with lock_path.open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            local_config.init_config()
+            local_config.set_data_path(str(data_path))
+            self._benchmark: Any = benchmark_set.BenchmarkSet("lcbench", multithread=False)
         if task not in self._benchmark.instances:
             raise InvalidInputError(f"LCBench has no task {task!r}")
         self._benchmark.set_instance(task)

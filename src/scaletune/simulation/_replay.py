@@ -168,5 +168,7 @@ def replay_tuning(
         raw.pop("hyperband", None)
     if raw.get("strategy") != "PBT":
         raw.pop("pbt", None)
+    if raw.get("strategy") == "Grid":  # it walks every point: it takes no first ones
+        raw.pop("first_configurations", None)
     spec = tuning_spec_from_dict(raw)
     return simulate_tuning(spec, source, store, start_time=start_time)

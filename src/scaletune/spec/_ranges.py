@@ -66,6 +66,22 @@ class ContinuousRange(_Range):
     def to_sample(self, value: float) -> float:
         return self.from_sample(value)  # the map is its own inverse
 
+    def middle(self) -> float:
+        """Halfway on the range's own scale (for Logarithmic, the geometric mean)."""
+        scaling = self.effective_scaling
+        if scaling is Scaling.LOGARITHMIC:
+            return math.sqrt(self.min_value * self.max_value)
+        if scaling is Scaling.REVERSE_LOGARITHMIC:
+            return 1 - math.sqrt((1 - self.min_value) * (1 - self.max_value))
+        return (self.min_value + self.max_value) / 2
+
+    def check(self, value: object) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"{value!r} is not a number")
+        if not self.min_value <= value <= self.max_value:
+            raise ValueError(f"{value!r} is outside {self.min_value}..{self.max_value}")
+        return float(value)
+
 
 class IntegerRange(_Range):
     type: Literal["Integer"] = "Integer"
@@ -95,6 +111,20 @@ class IntegerRange(_Range):
     def grid(self) -> list[int]:
         return list(range(self.min_value, self.max_value + 1))
 
+    def middle(self) -> int:
+        """Halfway on the range's own scale, to the nearest whole number."""
+        low, high = self.min_value, self.max_value
+        if _auto(low, high, self.scaling) is Scaling.LOGARITHMIC:
+            return min(max(round(math.sqrt(low * high)), low), high)
+        return round((low + high) / 2)
+
+    def check(self, value: object) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{value!r} is not a whole number")
+        if not self.min_value <= value <= self.max_value:
+            raise ValueError(f"{value!r} is outside {self.min_value}..{self.max_value}")
+        return value
+
 
 class CategoricalRange(_Range):
     type: Literal["Categorical"] = "Categorical"
@@ -119,6 +149,16 @@ class CategoricalRange(_Range):
 
     def grid(self) -> list[CategoryValue]:
         return list(self.values)
+
+    def middle(self) -> CategoryValue:
+        """Categories have no middle: the first value (Syne Tune's default too)."""
+        return self.values[0]
+
+    def check(self, value: object) -> CategoryValue:
+        for allowed in self.values:  # 1 is not True: the type must match too
+            if type(allowed) is type(value) and allowed == value:
+                return allowed
+        raise ValueError(f"{value!r} is not one of {self.values}")
 
 
 Range = ContinuousRange | IntegerRange | CategoricalRange

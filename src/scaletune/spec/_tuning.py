@@ -13,6 +13,7 @@ from scaletune.spec._names import CLUSTER_SIZE, COST_METRICS, ObjectiveType
 from scaletune.spec._objectives import ConstraintSpec, ObjectiveSpec
 from scaletune.spec._ranges import (
     CategoricalRange,
+    CategoryValue,
     ContinuousRange,
     ParameterRange,
     Range,
@@ -153,6 +154,11 @@ class TuningJobSpec(_Frozen):
         "retries): a broken script or bad data should not burn through max_jobs",
     )
     warm_start: WarmStartSpec | None = None
+    # Tried before anything the searcher proposes, in order (Ray Tune's and Syne Tune's
+    # points_to_evaluate); a range a table leaves out takes its middle, so [{}] is the middle
+    # of every range. None by default: on LCBench a first trial at the middle did not help
+    # (tuning_lcbench_other.md). Grid walks every point and takes none.
+    first_configurations: list[dict[str, CategoryValue]] = Field(default_factory=list)
     training: TrainingJobSpec
 
     @model_validator(mode="before")
@@ -217,6 +223,7 @@ class TuningJobSpec(_Frozen):
                 f"[hyperband] is for strategy 'Hyperband', not {self.strategy.value!r}"
             )
         self._check_pbt()
+        self._check_first_configurations()
         if self.strategy is Strategy.GRID:
             for name, parameter in self.ranges.items():
                 if isinstance(parameter, ContinuousRange):
@@ -270,6 +277,38 @@ class TuningJobSpec(_Frozen):
                 "strategy 'PBT' ranks the population on one objective; it takes no "
                 "`objectives` list"
             )
+
+    @property
+    def first_points(self) -> list[dict[str, object]]:
+        """The configurations tried first, each complete (see `first_configurations`)."""
+        return [
+            {name: table[name] if name in table else r.middle() for name, r in self.ranges.items()}
+            for table in self.first_configurations
+        ]
+
+    def _check_first_configurations(self) -> None:
+        tables = self.first_configurations
+        if not tables:
+            return
+        if self.strategy is Strategy.GRID:
+            raise InvalidInputError(
+                "first_configurations: Grid walks every point of its ranges in order; it takes none"
+            )
+        if len(tables) > self.max_jobs:
+            raise InvalidInputError(
+                f"first_configurations: {len(tables)} of them is more than max_jobs={self.max_jobs}"
+            )
+        for index, table in enumerate(tables):
+            for name, value in table.items():
+                where = f"first_configurations[{index}].{name}"
+                if name not in self.ranges:
+                    raise InvalidInputError(
+                        f"{where}: no such range (ranges: {', '.join(self.ranges)})"
+                    )
+                try:
+                    self.ranges[name].check(value)
+                except ValueError as exc:
+                    raise InvalidInputError(f"{where}: {exc}") from None
 
     def _check_against_algorithm(self) -> None:
         # Imported here: algorithms import this package for their own signatures.

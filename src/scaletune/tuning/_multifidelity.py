@@ -42,6 +42,7 @@ class RungModelSearcher:
         *,
         random_fraction: float = 1 / 3,
         min_points: int | None = None,
+        first: Sequence[Config] = (),
     ) -> None:
         import optuna
         from optuna.samplers import RandomSampler
@@ -66,6 +67,7 @@ class RungModelSearcher:
         self._model: optuna.Study | None = None
         self._model_level: int | None = None
         self._pending: dict[int, optuna.Trial] = {}  # in the model, not yet at its level
+        self._first = [to_samples(self._ranges, config) for config in first]
 
     @property
     def model_level(self) -> int | None:
@@ -75,7 +77,9 @@ class RungModelSearcher:
     def suggest(self) -> Suggestion:
         number = len(self._params)
         level = self._level()
-        if level is None or self._coin.random() < self._random_fraction:
+        if number < len(self._first):  # tried first, before any model or random draw
+            params = dict(self._first[number])
+        elif level is None or self._coin.random() < self._random_fraction:
             params = self._random.ask(self._distributions).params
         else:
             if level != self._model_level:

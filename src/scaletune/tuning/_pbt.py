@@ -52,6 +52,7 @@ class PopulationBasedTraining:
         *,
         population: int,
         max_jobs: int,
+        first: Sequence[Config] = (),
     ) -> None:
         self._ranges = dict(ranges)
         self._maximize = objective is ObjectiveType.MAXIMIZE
@@ -61,7 +62,7 @@ class PopulationBasedTraining:
         self._rng = random.Random(seed)
         # The first members are drawn as strategy Random draws them (the same seed, the same
         # configurations), so a PBT job and a random search start from the same population.
-        self._initial: OptunaSearcher = random_searcher(ranges, objective, seed)
+        self._initial: OptunaSearcher = random_searcher(ranges, objective, seed, first=first)
         self._configs: dict[int, Config] = {}
         self._latest: dict[int, float] = {}  # running members: their newest value
         self._step: dict[int, int] = {}  # ... and the step it came at

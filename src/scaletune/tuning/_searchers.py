@@ -94,6 +94,7 @@ class OptunaSearcher:
         objective: ObjectiveType,
         *,
         objectives: Sequence[ObjectiveType] = (),
+        first: Sequence[Config] = (),
     ) -> None:
         import optuna
         from optuna.study import StudyDirection
@@ -110,10 +111,13 @@ class OptunaSearcher:
         self._trials: dict[int, optuna.Trial] = {}  # asked, not yet told
         self._params: dict[int, dict[str, object]] = {}  # each trial's values, as sampled
         self._priors = 0  # warm-start trials: in the study, outside this job's numbering
+        self._first = [to_samples(self._ranges, config) for config in first]
 
     def suggest(self) -> Suggestion:
-        trial = self._study.ask(self._distributions)
         number = len(self._params)  # not the study's numbering: a promoted trial is told twice
+        if number < len(self._first):  # tried first (after a restart, only those not yet)
+            self._study.enqueue_trial(self._first[number], skip_if_exists=False)
+        trial = self._study.ask(self._distributions)
         self._trials[number] = trial
         self._params[number] = trial.params
         config = from_samples(self._ranges, trial.params)
@@ -263,10 +267,13 @@ def random_searcher(
     seed: int,
     *,
     objectives: Sequence[ObjectiveType] = (),
+    first: Sequence[Config] = (),
 ) -> OptunaSearcher:
     from optuna.samplers import RandomSampler
 
-    return OptunaSearcher(ranges, RandomSampler(seed=seed), objective, objectives=objectives)
+    return OptunaSearcher(
+        ranges, RandomSampler(seed=seed), objective, objectives=objectives, first=first
+    )
 
 
 def bayesian_searcher(
@@ -276,6 +283,7 @@ def bayesian_searcher(
     n_startup: int = 10,
     *,
     objectives: Sequence[ObjectiveType] = (),
+    first: Sequence[Config] = (),
 ) -> OptunaSearcher:
     """TPE; the first `n_startup` proposals are random. With one objective, multivariate,
     and `constant_liar` keeps parallel proposals apart while their results are pending. With
@@ -290,7 +298,7 @@ def bayesian_searcher(
         sampler = TPESampler(
             seed=seed, n_startup_trials=n_startup, multivariate=True, constant_liar=True
         )
-    return OptunaSearcher(ranges, sampler, objective, objectives=objectives)
+    return OptunaSearcher(ranges, sampler, objective, objectives=objectives, first=first)
 
 
 def nsga2_searcher(
@@ -300,13 +308,14 @@ def nsga2_searcher(
     *,
     objectives: Sequence[ObjectiveType] = (),
     population_size: int = 20,
+    first: Sequence[Config] = (),
 ) -> OptunaSearcher:
     """NSGA-II: generations of `population_size` trials, parents chosen by non-dominated
     rank and crowding (feasible ones first, by Optuna's constrained domination)."""
     from optuna.samplers import NSGAIISampler
 
     sampler = NSGAIISampler(seed=seed, population_size=population_size)
-    return OptunaSearcher(ranges, sampler, objective, objectives=objectives)
+    return OptunaSearcher(ranges, sampler, objective, objectives=objectives, first=first)
 
 
 class GridSearcher:

@@ -36,31 +36,32 @@ def make_search(
             spec.pbt,
             population=spec.population_size,
             max_jobs=spec.max_jobs,
+            first=spec.first_points,
         )
         return population.searcher, population.scheduler, population
     return make_searcher(spec), make_scheduler(spec), None
 
 
 def make_searcher(spec: TuningJobSpec) -> Searcher:
-    ranges, objective, seed = spec.ranges, spec.objective_type, spec.seed
+    ranges, objective, seed, first = spec.ranges, spec.objective_type, spec.seed, spec.first_points
     objectives = [o.type for o in spec.all_objectives] if spec.is_multi_objective else []
     if spec.strategy is Strategy.GRID:
         return GridSearcher(ranges)
     if spec.strategy is Strategy.NSGA_II:
-        return nsga2_searcher(ranges, objective, seed, objectives=objectives)
+        return nsga2_searcher(ranges, objective, seed, objectives=objectives, first=first)
     hyperband = spec.hyperband
     if hyperband is not None and hyperband.searcher == "BOHB":
         brackets, _ = hyperband_brackets(
             hyperband.min_resource, hyperband.max_resource, hyperband.eta, hyperband.brackets
         )
         levels = [rung for rungs in brackets for rung in rungs] + [hyperband.max_resource]
-        return RungModelSearcher(ranges, objective, seed, levels)
+        return RungModelSearcher(ranges, objective, seed, levels, first=first)
     if spec.strategy is Strategy.BAYESIAN or (
         spec.hyperband is not None and spec.hyperband.searcher == "Bayesian"
     ):
-        return bayesian_searcher(ranges, objective, seed, objectives=objectives)
+        return bayesian_searcher(ranges, objective, seed, objectives=objectives, first=first)
     # Random, and Hyperband's default
-    return random_searcher(ranges, objective, seed, objectives=objectives)
+    return random_searcher(ranges, objective, seed, objectives=objectives, first=first)
 
 
 def make_scheduler(spec: TuningJobSpec) -> Scheduler:
