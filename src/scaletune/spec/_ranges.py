@@ -155,8 +155,9 @@ class CategoricalRange(_Range):
         return self.values[0]
 
     def check(self, value: object) -> CategoryValue:
-        for allowed in self.values:  # 1 is not True: the type must match too
-            if type(allowed) is type(value) and allowed == value:
+        """The category `value` names (a number matches an equal one; True is not 1)."""
+        for allowed in self.values:
+            if isinstance(allowed, bool) is isinstance(value, bool) and allowed == value:
                 return allowed
         raise ValueError(f"{value!r} is not one of {self.values}")
 

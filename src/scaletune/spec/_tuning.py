@@ -282,7 +282,10 @@ class TuningJobSpec(_Frozen):
     def first_points(self) -> list[dict[str, object]]:
         """The configurations tried first, each complete (see `first_configurations`)."""
         return [
-            {name: table[name] if name in table else r.middle() for name, r in self.ranges.items()}
+            {
+                name: r.check(table[name]) if name in table else r.middle()
+                for name, r in self.ranges.items()
+            }
             for table in self.first_configurations
         ]
 
