@@ -157,7 +157,7 @@ class TuningJobSpec(_Frozen):
     # Tried before anything the searcher proposes, in order (Ray Tune's and Syne Tune's
     # points_to_evaluate); a range a table leaves out takes its middle, so [{}] is the middle
     # of every range. None by default: on LCBench a first trial at the middle did not help
-    # (tuning_lcbench_other.md). Grid walks every point and takes none.
+    # (tuning_lcbench*.md, "ASHA middle first"). Grid walks every point and takes none.
     first_configurations: list[dict[str, CategoryValue]] = Field(default_factory=list)
     training: TrainingJobSpec
 
