@@ -126,3 +126,19 @@ def test_a_dnn_checkpoint_goes_on_only_on_as_many_workers(session: Session) -> N
     second = run_job(session, training_spec_from_dict(same))
     assert second.status is JobStatus.COMPLETED, second.failure_reason
     assert session.store.attempts.of(second.id)[0].resumed_from_step is not None
+
+
+def test_a_checkpoint_whose_reports_are_not_stored_yet_is_passed_over(session: Session) -> None:
+    """A worker's checkpoint is on disk before its controller has stored the reports that
+    came just before it: a copy taken then would have a gap in its curve."""
+    first = run_job(session, _spec())
+    folder = CheckpointFolder(_checkpoints(session, first))
+    newest = folder.at(12)
+    # As if the workers had gone on to round 16 and the controller had not heard yet.
+    folder.save(16, folder.load(newest), {**newest.meta, "reported_step": 16})
+    assert session.controller.has_checkpoint(first.id)  # round 12's is whole and stored
+    second = run_job(session, _spec({"job": first.id}))
+    assert session.store.attempts.of(second.id)[0].resumed_from_step == 12
+    assert [step for step, _ in _curve(session, second)] == list(range(1, 13))
+    with pytest.raises(InvalidInputError, match=r"step: .* up to its checkpoint at step 16 are"):
+        session.controller.prepare(_spec({"job": first.id, "step": 16}))

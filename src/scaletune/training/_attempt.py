@@ -101,19 +101,21 @@ def reported_step(checkpoint: Checkpoint) -> int | None:
     return None if saved is None else int(saved)
 
 
+def reports_stored(checkpoint: Checkpoint, stored_up_to: int | None) -> bool:
+    """Whether every report up to the checkpoint is in the store. Reports reach the store
+    in order, so `stored_up_to` (the highest step there) says how far they go. A checkpoint
+    is on disk before its controller has stored the reports that came just before it (they
+    are flushed when it hears of the checkpoint), and one killed in between never does."""
+    if checkpoint.meta.get(INHERITED_FROM) is not None:
+        return True  # another job's (start_from): its reports were copied with it
+    reported = reported_step(checkpoint)
+    return reported is None or (stored_up_to is not None and reported <= stored_up_to)
+
+
 def resume_point(folder: CheckpointFolder, stored_up_to: int | None) -> Checkpoint | None:
-    """The newest whole checkpoint whose reports are all in the store. Reports reach the
-    store in order, so `stored_up_to` (the highest step there) says how far they go; a
-    controller killed before writing the last ones leaves a newer checkpoint that would
-    leave a gap in the curve: the one before it serves instead."""
-
-    def reports_kept(checkpoint: Checkpoint) -> bool:
-        if checkpoint.meta.get(INHERITED_FROM) is not None:
-            return True  # another job's (start_from): its reports were copied with it
-        reported = reported_step(checkpoint)
-        return reported is None or (stored_up_to is not None and reported <= stored_up_to)
-
-    return folder.latest(reports_kept)
+    """The newest whole checkpoint whose reports are all in the store: a newer one would
+    leave a gap in the curve, so the one before it serves instead."""
+    return folder.latest(lambda checkpoint: reports_stored(checkpoint, stored_up_to))
 
 
 class RoomWait:

@@ -37,6 +37,7 @@ from scaletune.training._attempt import (
     LiveAttempt,
     RoomWait,
     reported_step,
+    reports_stored,
     resume_point,
     worker_tasks,
     write_shards,
@@ -384,7 +385,11 @@ class TrainingController:
         if not spec.checkpoint.enabled:
             return False
         paths = JobPaths.for_job(self.jobs_dir, job_id, spec)
-        return bool(CheckpointFolder(paths.checkpoints).complete())
+        stored_up_to = self._last_step(job_id)
+        return any(
+            reports_stored(checkpoint, stored_up_to)
+            for checkpoint in CheckpointFolder(paths.checkpoints).complete()
+        )
 
     def _last_step(self, job_id: str) -> int | None:
         return max((point.step for point in self.store.metrics(job_id)), default=None)

@@ -13,7 +13,12 @@ from scaletune.checkpoints import Checkpoint, CheckpointError, CheckpointFolder
 from scaletune.errors import InvalidInputError, JobNotFoundError
 from scaletune.spec import AlgorithmName, StartFrom, TrainingJobSpec
 from scaletune.store import MetricPoint, Store
-from scaletune.training._attempt import INHERITED_FROM, reported_step
+from scaletune.training._attempt import (
+    INHERITED_FROM,
+    reported_step,
+    reports_stored,
+    resume_point,
+)
 from scaletune.training._paths import JobPaths
 
 
@@ -66,11 +71,19 @@ def read_inheritance(
     if not donor_spec.checkpoint.enabled:
         raise InvalidInputError(f"{where}.job: job {donor.id!r} keeps no checkpoints")
     folder = CheckpointFolder(JobPaths.for_job(jobs_dir, donor.id, donor_spec).checkpoints)
+    reports = store.metrics(donor.id)
+    stored_up_to = max((point.step for point in reports), default=None)
     try:
         if start_from.step is not None:
             checkpoint = folder.at(start_from.step)
+            if not reports_stored(checkpoint, stored_up_to):
+                raise InvalidInputError(
+                    f"{where}.step: job {donor.id!r}'s reports up to its checkpoint at step "
+                    f"{start_from.step} are not all stored yet"
+                )
         else:
-            found = folder.latest()
+            # Its newest checkpoint whose reports are stored: the copy's curve has no gap.
+            found = resume_point(folder, stored_up_to)
             if found is None:
                 raise InvalidInputError(
                     f"{where}.job: job {donor.id!r} has no complete checkpoint yet"
@@ -81,7 +94,7 @@ def read_inheritance(
         raise InvalidInputError(f"{where}: {exc}") from None
     saved = reported_step(checkpoint)
     up_to = checkpoint.step if saved is None else saved
-    metrics = [point for point in store.metrics(donor.id) if point.step <= up_to]
+    metrics = [point for point in reports if point.step <= up_to]
     return Inheritance(donor.id, checkpoint, files, metrics)
 
 
