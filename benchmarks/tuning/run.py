@@ -111,7 +111,9 @@ def _one(job: tuple[str, str, int]) -> dict[str, Any]:
         "reports": len(trajectory),
         "run_seconds": seconds,
         "clipped_proposals": clipped,
-        "incumbent": incumbent,  # best val_accuracy reported by each fraction of GRID
+        # best val_accuracy (%) reported by each fraction of GRID; 4 decimals keep the file
+        # small (34 tasks x 10 seeds x 7 methods) and every figure drawn from it exact
+        "incumbent": [None if value is None else round(value, 4) for value in incumbent],
     }
 
 
