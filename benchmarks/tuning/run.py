@@ -36,6 +36,8 @@ from benchmarks.tuning._problem import (
     WORKERS,
     Task,
     load_task,
+    stream_seed,
+    streams_sentence,
 )
 from benchmarks.tuning._simulator import Trajectory, run_policy
 
@@ -98,7 +100,7 @@ def _one(job: tuple[str, str, int]) -> dict[str, Any]:
     method, task_name, seed = job
     task = _task(task_name)
     started = time.perf_counter()
-    trajectory, clipped = _run(method, task, seed)
+    trajectory, clipped = _run(method, task, stream_seed(task_name, seed))
     seconds = time.perf_counter() - started
     times = np.array([t for t, _ in trajectory]) / task.budget_seconds
     best = np.maximum.accumulate(np.array([v for _, v in trajectory]))
@@ -106,7 +108,8 @@ def _one(job: tuple[str, str, int]) -> dict[str, Any]:
     return {
         "method": method,
         "task": task_name,
-        "seed": seed,
+        "seed": seed,  # the replicate; its stream: stream_seed
+        "stream_seed": stream_seed(task_name, seed),
         "budget_seconds": task.budget_seconds,
         "reports": len(trajectory),
         "run_seconds": seconds,
@@ -165,7 +168,9 @@ def _kept_runs(jobs: list[tuple[str, str, int]], name: str) -> list[dict[str, An
     kept = [
         run
         for run in committed
-        if run["method"] not in rerun and (run["task"], run["seed"]) in wanted
+        if run["method"] not in rerun
+        and (run["task"], run["seed"]) in wanted
+        and run.get("stream_seed") == stream_seed(run["task"], run["seed"])  # not a shared one
     ]
     order = {method: index for index, method in enumerate((*OURS, *PEERS))}
     return sorted(kept, key=lambda run: order[run["method"]])
@@ -283,7 +288,7 @@ def _write(
     RESULTS.mkdir(exist_ok=True)
     command = ("python -m benchmarks.tuning.run " + shlex.join(sys.argv[1:])).strip()
     earlier: dict[str, Any] = {}
-    if args.only and (RESULTS / f"{name}.json").exists():
+    if args.only and any(run["method"] not in args.only for run in runs):
         # the other methods' runs came from the committed results' command, and its note holds
         earlier = json.loads((RESULTS / f"{name}.json").read_text())
         command = f"{earlier['command']}` then `{command}"
@@ -343,7 +348,8 @@ def _write(
         "task minus the best this run had reported by then; mean over tasks and seeds ± the "
         "standard deviation over seeds of the mean over tasks. Rank: 1 = best of all methods "
         "on that task and seed (the control not counted). The control runs scaletune's "
-        "Hyperband scheduler on exactly the random configurations Ray Tune's methods draw.",
+        "Hyperband scheduler on exactly the random configurations Ray Tune's methods draw. "
+        + streams_sentence(runs),
         "",
         "| " + " | ".join(header) + " |",
         "|" + "---|" * len(header),

@@ -42,6 +42,8 @@ from benchmarks.tuning._problem import (
     Task,
     load_task,
     random_config,
+    stream_seed,
+    streams_sentence,
 )
 from benchmarks.tuning._simulator import Policy, Trajectory, run_policy
 
@@ -71,7 +73,7 @@ RULES: dict[str, Callable[[float, list[float]], bool]] = {
     "percentile": _percentile,
     "rank <= 1/eta": _rank_within,
 }
-# The third: the harness's generator on other seeds (seed + 1000), an independent stream of the
+# The third: the harness's generator on other seeds (replicate + 1000), an independent stream of the
 # same distribution as the first, to tell a gap between streams from chance.
 DRAWS = ("Ray Tune's draws", "Syne Tune's draws", "the harness's draws, other seeds")
 OTHER_SEEDS = 1000
@@ -89,8 +91,8 @@ class RulePolicy:
         self.next_rung: dict[int, int] = {}
         self.syne: Policy | None = None
         if draws != DRAWS[1]:
-            # As RayPolicy draws, or the same on seeds of their own.
-            rng = np.random.default_rng(seed if draws == DRAWS[0] else seed + OTHER_SEEDS)
+            # As RayPolicy draws (the other-seeds stream: `_one` passes another seed).
+            rng = np.random.default_rng(seed)
             self.count = 0
 
             def ray_draw() -> tuple[int, dict[str, object]]:
@@ -150,12 +152,21 @@ def _task(name: str) -> Task:
 def _one(job: tuple[str, str, str, int]) -> dict[str, Any]:
     rule, draws, task_name, seed = job
     task = _task(task_name)
-    trajectory: Trajectory = run_policy(RulePolicy(seed, rule, draws), task, WORKERS)
+    # every (task, seed) its own stream; the third arm another one of the same generator
+    stream = stream_seed(task_name, seed + (OTHER_SEEDS if draws == DRAWS[2] else 0))
+    trajectory: Trajectory = run_policy(RulePolicy(stream, rule, draws), task, WORKERS)
     best: dict[str, float | None] = {}
     for fraction in CHECKPOINTS:
         seen = [value for moment, value in trajectory if moment <= fraction * task.budget_seconds]
         best[str(fraction)] = max(seen) if seen else None
-    return {"rule": rule, "draws": draws, "task": task_name, "seed": seed, "best": best}
+    return {
+        "rule": rule,
+        "draws": draws,
+        "task": task_name,
+        "seed": seed,
+        "stream_seed": stream,
+        "best": best,
+    }
 
 
 def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -247,7 +258,7 @@ def write(runs: list[dict[str, Any]], args: argparse.Namespace, command: str, ma
         "harness of `tuning_lcbench*.md` (same budget, curves and start-up cost). n: the "
         "values a rung holds with the new one. Checked first: each rule on its own library's "
         "draws reproduces that library's run report for report (scaletune's "
-        "HyperbandScheduler, Ray Tune's ASHA, Syne Tune's ASHA).",
+        "HyperbandScheduler, Ray Tune's ASHA, Syne Tune's ASHA). " + streams_sentence(runs),
         "",
         "| rule | draws | regret at 25 % | 50 % | 100 % | minus best n // eta at 25 % "
         "[95 % interval] | at 50 % | at 100 % |",
@@ -315,7 +326,11 @@ def main() -> None:
     kept: list[dict[str, Any]] = []
     if (args.draws or args.rules) and committed.exists():
         old = json.loads(committed.read_text())
-        kept = [run for run in old["runs"] if (run["rule"], run["draws"]) not in rerun]
+        kept = [
+            run
+            for run in old["runs"]
+            if (run["rule"], run["draws"]) not in rerun and "stream_seed" in run  # not shared
+        ]
         command = f"{old['command']}` then `{command}"  # the runs kept came from it
     started = time.perf_counter()
     with multiprocessing.get_context("spawn").Pool(args.processes) as pool:
