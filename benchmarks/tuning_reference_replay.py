@@ -19,11 +19,12 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
+import tomllib
 from pathlib import Path
 from typing import Any
 
 from benchmarks._report import BANK_MARKETING_FILE, write
-from benchmarks.tuning_reference import _variant
+from benchmarks.tuning_reference import EXAMPLE, _variant
 from scaletune.api import Session
 from scaletune.simulation import ReplaySource, simulate_tuning
 from scaletune.spec import TuningJobSpec
@@ -31,8 +32,8 @@ from scaletune.store import Store
 from scaletune.tuning import TuningController, summarize
 
 FULL = "no early stopping (replayed)"
-# Each variant's [hyperband] settings over the example's (max_resource 200, eta 3); the first
-# is what the reference job gets from the example and scaletune's defaults.
+# Each variant's [hyperband] settings over the example's (min_resource 1, max_resource 200,
+# eta 3); the first is what the reference job gets from the example and scaletune's defaults.
 VARIANTS: dict[str, dict[str, Any]] = {
     "one bracket, first rung at round 1 (the default job)": {"min_resource": 1},
     "one bracket, first rung at round 3": {"min_resource": 3},
@@ -176,7 +177,8 @@ def _replayed(replay: ReplaySource, hyperband: dict[str, Any] | None, path: Path
     raw = replay.spec.model_dump(mode="json")
     if hyperband is not None:
         raw["strategy"] = "Hyperband"
-        raw["hyperband"] = {"max_resource": 200, "eta": 3, **hyperband}
+        example = tomllib.loads(EXAMPLE.read_text())["hyperband"]
+        raw["hyperband"] = {**example, **hyperband}
     with Store(f"sqlite:///{path}") as store:
         record = simulate_tuning(TuningJobSpec.model_validate(raw), replay, store)
         summary = summarize(store, record.id).to_json_dict()
