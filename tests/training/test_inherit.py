@@ -142,3 +142,21 @@ def test_a_checkpoint_whose_reports_are_not_stored_yet_is_passed_over(session: S
     assert [step for step, _ in _curve(session, second)] == list(range(1, 13))
     with pytest.raises(InvalidInputError, match=r"step: .* up to its checkpoint at step 16 are"):
         session.controller.prepare(_spec({"job": first.id, "step": 16}))
+
+
+def test_a_copy_resumed_before_it_ever_started_goes_on_from_its_inherited_checkpoint(
+    session: Session,
+) -> None:
+    """A copy (PBT's) is created, its inherited reports stored and the checkpoint copied,
+    before it starts: a tuning controller killed in between leaves it with no attempt. Resumed,
+    it goes on from the inherited checkpoint, and reports each step once."""
+    first = run_job(session, _spec())
+    copy = session.controller.prepare(_spec({"job": first.id, "step": 8}))
+    session.store.abandon_training_job(copy.id, JobStatus.FAILED, "its controller ended", 0.0)
+
+    record = session.controller.run(session.controller.prepare_resume(copy.id))
+
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    (attempt,) = session.store.attempts.of(copy.id)
+    assert attempt.resumed_from_step == 8
+    assert _curve(session, record) == _curve(session, first)  # steps 1-8 once, then its own

@@ -63,7 +63,10 @@ class PreparedJob:
     paths: JobPaths
     checkpoints: CheckpointFolder | None  # None: the job keeps none ([checkpoint] enabled=false)
     reached_step: int | None = None  # resumed: the last step reported before, for steps redone
-    inherited: Checkpoint | None = None  # checkpoint.start_from, copied: the first attempt's
+    # Where the first attempt starts: checkpoint.start_from, copied (a new job), or the newest
+    # usable checkpoint of a job resumed before any attempt began (a PBT copy whose tuning
+    # controller died between creating it, inherited reports and all, and starting it).
+    starts_from: Checkpoint | None = None
 
 
 class TrainingController:
@@ -150,7 +153,7 @@ class TrainingController:
             data,
             paths,
             checkpoints,
-            inherited=inherited,
+            starts_from=inherited,
         )
 
     def prepare_resume(self, job_id: str) -> PreparedJob:
@@ -191,7 +194,7 @@ class TrainingController:
         reached = self._last_step(job_id)
         resume = None if job.checkpoints is None else resume_point(job.checkpoints, reached)
         self.store.discard_metrics_after(job_id, None if resume is None else reported_step(resume))
-        return dataclasses.replace(job, reached_step=reached)
+        return dataclasses.replace(job, reached_step=reached, starts_from=resume)
 
     def run(
         self,
@@ -301,7 +304,7 @@ class TrainingController:
         """Record the attempt; a later one starts from the newest whole checkpoint, and
         what was reported past it is forgotten (those steps are reported again)."""
         folder = job.checkpoints
-        resume = job.inherited if state.number == 1 else None
+        resume = job.starts_from if state.number == 1 else None
         if folder is not None and state.number > 1:
             resume = resume_point(folder, self._last_step(job.id))
         reported = None if resume is None else reported_step(resume)
