@@ -47,6 +47,8 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     "BOHB": _hyperband("BOHB", ALL_BRACKETS),
     "BOHB ASHA": _hyperband("BOHB", 1),
     "BOHB ASHA promotion": _hyperband("BOHB", 1, type="promotion"),
+    # TPE on every trial's latest report, running ones included (as Syne Tune's BOHB).
+    "LastValueTPE ASHA": _hyperband("LastValueTPE", 1),
     # Each bracket's chance scaled by how well its first rung has ranked as the end.
     "Hyperband adaptive": _hyperband("Random", ALL_BRACKETS, bracket_weights="adaptive"),
     "BOHB adaptive": _hyperband("BOHB", ALL_BRACKETS, bracket_weights="adaptive"),

@@ -56,6 +56,7 @@ OURS = (
     "BOHB",
     "BOHB ASHA",
     "BOHB ASHA promotion",
+    "LastValueTPE ASHA",
     "Hyperband adaptive",
     "BOHB adaptive",
 )

@@ -64,8 +64,9 @@ def _decisions(store: Store, tuning_id: str) -> list[tuple[object, ...]]:
         {"min_resource": 1, "max_resource": 27, "searcher": "Bayesian"},
         # Paused trials resume where they were: their replayed curves leave the pauses out.
         {"min_resource": 1, "max_resource": 27, "eta": 2, "searcher": "BOHB", "type": "promotion"},
+        {"min_resource": 1, "max_resource": 27, "searcher": "LastValueTPE"},
     ],
-    ids=["stopping", "promotion-bohb"],
+    ids=["stopping", "promotion-bohb", "stopping-last-value"],
 )
 def test_a_replay_of_a_simulated_job_reproduces_every_decision_and_moment(
     store: Store, hyperband: dict[str, Any]

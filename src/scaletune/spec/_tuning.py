@@ -50,8 +50,10 @@ class HyperbandSpec(_Frozen):
     min_resource: int = Field(default=1, ge=1)
     max_resource: int = Field(ge=2)
     eta: int = Field(default=3, ge=2)
-    # Bayesian: TPE on each trial's last value; BOHB: TPE on the highest rung with enough results
-    searcher: Literal["Random", "Bayesian", "BOHB"] = "Random"
+    # Bayesian: TPE on each finished trial's last value (pruned ones by how far they got);
+    # BOHB: TPE on the highest rung with enough results; LastValueTPE: TPE on every trial's
+    # latest report, running trials included (as Syne Tune's BOHB)
+    searcher: Literal["Random", "Bayesian", "BOHB", "LastValueTPE"] = "Random"
     type: HyperbandType = HyperbandType.STOPPING
     # How many of Hyperband's brackets, most aggressive first (1: plain asynchronous successive
     # halving); None: all of them. More than there are is refused. One by default: on 20
@@ -213,10 +215,10 @@ class TuningJobSpec(_Frozen):
                     "hyperband.type 'promotion' resumes paused trials from their checkpoints: "
                     "training.checkpoint.enabled must be true"
                 )
-            if self.hyperband.searcher == "BOHB" and self.is_multi_objective:
+            if self.hyperband.searcher in ("BOHB", "LastValueTPE") and self.is_multi_objective:
                 raise InvalidInputError(
-                    "hyperband.searcher 'BOHB' fits its model on one objective; with several "
-                    "objectives use 'Random' or 'Bayesian' (MOTPE)"
+                    f"hyperband.searcher {self.hyperband.searcher!r} fits its model on one "
+                    "objective; with several objectives use 'Random' or 'Bayesian' (MOTPE)"
                 )
         elif self.hyperband is not None:
             raise InvalidInputError(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from scaletune.spec import EarlyStopping, Strategy, TuningJobSpec
 from scaletune.tuning._hyperband import HyperbandScheduler, hyperband_brackets
+from scaletune.tuning._lastvalue import LastValueSearcher
 from scaletune.tuning._multifidelity import RungModelSearcher
 from scaletune.tuning._objectives import Goals
 from scaletune.tuning._pareto import Direction
@@ -56,6 +57,8 @@ def make_searcher(spec: TuningJobSpec) -> Searcher:
         )
         levels = [rung for rungs in brackets for rung in rungs] + [hyperband.max_resource]
         return RungModelSearcher(ranges, objective, seed, levels, first=first)
+    if hyperband is not None and hyperband.searcher == "LastValueTPE":
+        return LastValueSearcher(ranges, objective, seed, first=first)
     if spec.strategy is Strategy.BAYESIAN or (
         spec.hyperband is not None and spec.hyperband.searcher == "Bayesian"
     ):
