@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from pathlib import Path
 
 from scaletune.simulation import Curve, CurvePoint, simulate_tuning
 from scaletune.spec import tuning_spec_from_dict
@@ -46,3 +47,25 @@ def simulated_tuning(store: Store, trials: int, *, seed: int = 0) -> TuningJobRe
         }
     )
     return simulate_tuning(spec, RisingCurves(), store, start_time=1_000.0)
+
+
+def late_mean_x(folder: Path, searcher: str, *, trials: int = 120) -> float:
+    """The mean x of the last half of a simulated Hyperband job's proposals on RisingCurves
+    with `hyperband.searcher = searcher` (a model should propose larger x than random)."""
+    spec = tuning_spec_from_dict(
+        {
+            "objective_metric": "accuracy",
+            "strategy": "Hyperband",
+            "hyperband": {"max_resource": MAX_RESOURCE, "searcher": searcher},
+            "max_jobs": trials,
+            "max_parallel_jobs": 4,
+            "seed": 0,
+            "ranges": {"x": {"type": "Continuous", "min_value": 0, "max_value": 1}},
+            "training": {"algorithm": "script", "script": {"entry_point": "simulated"}},
+        }
+    )
+    with Store(f"sqlite:///{folder / searcher}.db") as store:
+        record = simulate_tuning(spec, RisingCurves(), store)
+        xs = [float(t.hyperparameters["x"]) for t in store.training_jobs_of(record.id)]
+    assert not any(math.isnan(x) for x in xs)
+    return sum(xs[trials // 2 :]) / (trials - trials // 2)

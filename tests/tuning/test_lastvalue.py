@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import math
 import statistics
 from pathlib import Path
 
-from scaletune.simulation import simulate_tuning
-from scaletune.spec import ContinuousRange, ObjectiveType, tuning_spec_from_dict
-from scaletune.store import Store
+from scaletune.spec import ContinuousRange, ObjectiveType
 from scaletune.tuning import Suggestion
 from scaletune.tuning._lastvalue import LastValueSearcher
-from tests.simulated import RisingCurves
+from tests.simulated import late_mean_x
 
 RANGES = {"x": ContinuousRange(min_value=0, max_value=1)}
 
@@ -116,24 +113,4 @@ def test_priors_count_at_full_length_and_priors_outside_the_ranges_are_skipped()
 
 def test_last_value_proposals_in_a_simulated_hyperband_job(tmp_path: Path) -> None:
     """accuracy = x (1 - e^-step): the model should propose larger x than random search."""
-
-    def mean_late_x(searcher: str) -> float:
-        spec = tuning_spec_from_dict(
-            {
-                "objective_metric": "accuracy",
-                "strategy": "Hyperband",
-                "hyperband": {"max_resource": 9, "searcher": searcher},
-                "max_jobs": 120,
-                "max_parallel_jobs": 4,
-                "seed": 0,
-                "ranges": {"x": {"type": "Continuous", "min_value": 0, "max_value": 1}},
-                "training": {"algorithm": "script", "script": {"entry_point": "simulated"}},
-            }
-        )
-        with Store(f"sqlite:///{tmp_path / searcher}.db") as store:
-            record = simulate_tuning(spec, RisingCurves(), store)
-            xs = [float(t.hyperparameters["x"]) for t in store.training_jobs_of(record.id)]
-        assert not any(math.isnan(x) for x in xs)
-        return statistics.fmean(xs[-60:])
-
-    assert mean_late_x("LastValueTPE") > mean_late_x("Random") + 0.1
+    assert late_mean_x(tmp_path, "LastValueTPE") > late_mean_x(tmp_path, "Random") + 0.1

@@ -30,7 +30,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from scaletune.spec import ObjectiveType, Range
-from scaletune.tuning._searchers import Config, Suggestion, from_samples, to_samples
+from scaletune.tuning._searchers import (
+    Config,
+    Suggestion,
+    from_samples,
+    prior_samples,
+    to_samples,
+)
 
 if TYPE_CHECKING:
     import optuna
@@ -140,16 +146,10 @@ class LastValueSearcher:
 
     def add_prior(self, config: Config, value: float) -> bool:
         """A parent's finished trial, as a full-length result (numbered below zero)."""
-        import optuna
-
         if self._params:
             raise ValueError("priors go in before this job's own trials")
-        if any(name not in config for name in self._ranges):
-            return False
-        params = to_samples(self._ranges, config)
-        try:  # checks each value against its range
-            optuna.trial.create_trial(params=params, distributions=self._distributions, value=value)
-        except ValueError:
+        params = prior_samples(self._ranges, self._distributions, config, value)
+        if params is None:
             return False
         self._priors += 1
         self._prior_params[-self._priors] = params

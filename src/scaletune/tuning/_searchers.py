@@ -33,6 +33,25 @@ def from_samples(ranges: Mapping[str, Range], params: Mapping[str, object]) -> C
     return {name: ranges[name].from_sample(value) for name, value in params.items()}  # type: ignore[arg-type]
 
 
+def prior_samples(
+    ranges: Mapping[str, Range],
+    distributions: Mapping[str, optuna.distributions.BaseDistribution],
+    config: Config,
+    value: float,
+) -> dict[str, object] | None:
+    """A parent job's trial as samples, or None when it lacks a range or falls outside one."""
+    import optuna
+
+    if any(name not in config for name in ranges):
+        return None
+    params = to_samples(ranges, config)
+    try:  # checks each value against its range
+        optuna.trial.create_trial(params=params, distributions=dict(distributions), value=value)
+    except ValueError:
+        return None
+    return params
+
+
 class Searcher(Protocol):
     def suggest(self) -> Suggestion | None:
         """The next configuration, or None when the search space is exhausted."""
