@@ -78,7 +78,9 @@ def test_a_restored_searcher_learns_the_same_latest_values() -> None:
         value = _x(suggestion)
         for step in (1, 3):
             live.on_report(suggestion.number, step, value * step)
-        if number < 10:  # the last two still running
+        if number == 0:  # failed after its reports
+            live.observe(suggestion.number, None)
+        elif number < 10:  # stopped; the last two still running
             live.observe(suggestion.number, value * 3, resource=3, stopped_early=True)
         history.append(suggestion)
     restored = _searcher()
@@ -88,16 +90,16 @@ def test_a_restored_searcher_learns_the_same_latest_values() -> None:
         restored.restore(
             suggestion.number,
             suggestion.config,
-            None if running else value * 3,
+            None if running or suggestion.number == 0 else value * 3,
             resource=3,
             stopped_early=True,
             running=running,
         )
-    for suggestion in history:  # the tuner replays the stored reports
+    for suggestion in history:  # the tuner replays the stored reports, the failed trial's too
         for step in (1, 3):
             restored.on_report(suggestion.number, step, _x(suggestion) * step)
     assert restored.latest() == live.latest()
-    assert len(restored.latest()) == 12
+    assert sorted(restored.latest()) == list(range(1, 12))
     assert restored.suggest().number == live.suggest().number == 12
 
 

@@ -75,6 +75,7 @@ class LastValueSearcher:
         self._random = optuna.create_study(sampler=RandomSampler(seed=seed))
         self._params: dict[int, dict[str, object]] = {}  # each trial's values, as sampled
         self._latest: dict[int, tuple[float, float]] = {}  # trial -> (step, value)
+        self._failed: set[int] = set()  # left out, whatever they reported (or is replayed)
         self._priors = 0
         self._prior_params: dict[int, dict[str, object]] = {}
         self._first = [to_samples(self._ranges, config) for config in first]
@@ -104,7 +105,7 @@ class LastValueSearcher:
         return Suggestion(number, from_samples(self._ranges, params))
 
     def on_report(self, number: int, step: int, value: float) -> None:
-        if number in self._params:
+        if number in self._params and number not in self._failed:
             self._update(number, step, value)
 
     def observe(
@@ -120,6 +121,7 @@ class LastValueSearcher:
         if number not in self._params:
             return
         if value is None:  # failed: what it reported says nothing of its configuration
+            self._failed.add(number)
             if self._latest.pop(number, None) is not None:
                 self._changes += 1
             return
