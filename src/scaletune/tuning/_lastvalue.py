@@ -168,11 +168,15 @@ class LastValueSearcher:
         self._latest[number] = (step, value)
         self._changes += 1
 
+    def _samples(self, number: int) -> dict[str, object]:
+        """A trial's values as sampled; a prior's (numbered below zero) as the parent ran it."""
+        return dict(self._params[number] if number >= 0 else self._prior_params[number])
+
     def _configurations(self) -> list[tuple[Config, float]]:
         """Each trial with a value: its configuration and latest value (for other models)."""
         return [
-            (from_samples(self._ranges, self._params.get(number) or self._prior_params[number]), v)
-            for number, (_, v) in self._latest.items()
+            (from_samples(self._ranges, self._samples(number)), value)
+            for number, (_, value) in self._latest.items()
         ]
 
     def _ask_model(self) -> dict[str, object]:
@@ -202,7 +206,7 @@ class LastValueSearcher:
         study.add_trials(
             [
                 optuna.trial.create_trial(
-                    params=dict(self._params.get(number) or self._prior_params[number]),
+                    params=self._samples(number),
                     distributions=self._distributions,
                     value=value,
                 )
