@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import hashlib
 import logging
 import os
 import signal
+import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
+from typing import IO
 
 import psutil
 import pytest
@@ -20,6 +23,31 @@ from scaletune.cluster import LocalBackend
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 BANK_MARKETING_FILE = SHARED_DATA / "bank-marketing" / "bank-additional-full.csv"
+
+# pytest-timeout's SIGALRM cannot reach a main thread blocked inside C (a Ray call that never
+# returns, say): past the timeout and this grace, a watchdog thread dumps every thread's stack
+# and ends the run. A hang then costs minutes and says where, not the CI's whole budget.
+HANG_GRACE_SECONDS = 120.0
+_hang_report: IO[str] | None = None  # the terminal's stderr, kept before capture takes fd 2
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _hang_report
+    _hang_report = os.fdopen(os.dup(sys.stderr.fileno()), "w")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None]:
+    timeout = float(item.config.getini("timeout") or 0)
+    if timeout <= 0 or _hang_report is None:
+        yield
+        return
+    faulthandler.dump_traceback_later(timeout + HANG_GRACE_SECONDS, exit=True, file=_hang_report)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+
 
 _allowed_pids: set[int] = set()
 _allowed_roots: set[int] = set()  # whole process trees a module-wide service owns (Ray)

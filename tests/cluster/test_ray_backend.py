@@ -28,6 +28,8 @@ ray = pytest.importorskip("ray", reason="the Ray backend needs scaletune[ray]")
 
 from scaletune.cluster import RayBackend  # noqa: E402  (after the skip)
 
+ACTOR_START_SECONDS = 120.0  # RayBackend's start timeout: how long actors may take to start
+
 
 @pytest.fixture
 def ray_session(store_path: Path, ray_backend: RayBackend) -> Iterator[Session]:
@@ -229,22 +231,33 @@ def test_a_job_waiting_for_room_can_be_stopped(ray_session: Session) -> None:
             ray_session.controller.run(busy, busy_stop, on_started=groups.append)
         )
     )
+    second: threading.Thread | None = None
     first.start()
-    wait_until(lambda: bool(groups))  # the cluster's 4 CPUs: 3 are now this job's
-    waiting = ray_session.controller.prepare(_spec())
-    second = threading.Thread(
-        target=lambda: results.append(ray_session.controller.run(waiting, waiting_stop))
-    )
-    second.start()
-    wait_until(lambda: ray_session.store.get_training_job(waiting.id).waiting_since is not None)
-    waiting_stop.request(JobStatus.STOPPED, "no room, no wait")
-    second.join(30)
-    assert not second.is_alive()
-    assert results[0].status is JobStatus.STOPPED
-    assert results[0].failure_reason == "no room, no wait"
-    assert results[0].waiting_since is None  # cleared when it ended
-    busy_stop.request(JobStatus.STOPPED, "done")
-    first.join(30)
+    try:
+        # The cluster's 4 CPUs: 3 become this job's once its actors started (slow on a busy
+        # machine: Ray gives them up to its start timeout).
+        wait_until(lambda: bool(groups), timeout=ACTOR_START_SECONDS)
+        waiting = ray_session.controller.prepare(_spec())
+        second = threading.Thread(
+            target=lambda: results.append(ray_session.controller.run(waiting, waiting_stop))
+        )
+        second.start()
+        wait_until(
+            lambda: ray_session.store.get_training_job(waiting.id).waiting_since is not None,
+            timeout=ACTOR_START_SECONDS,
+        )
+        waiting_stop.request(JobStatus.STOPPED, "no room, no wait")
+        second.join(ACTOR_START_SECONDS)
+        assert not second.is_alive()
+        assert results[0].status is JobStatus.STOPPED
+        assert results[0].failure_reason == "no room, no wait"
+        assert results[0].waiting_since is None  # cleared when it ended
+    finally:  # the busy job ends whatever failed above: no thread outlives the test
+        waiting_stop.request(JobStatus.STOPPED, "test over")
+        busy_stop.request(JobStatus.STOPPED, "done")
+        for thread in (first, second):
+            if thread is not None:
+                thread.join(ACTOR_START_SECONDS)
 
 
 def test_no_placement_group_outlives_its_job_unless_kept_warm(ray_backend: RayBackend) -> None:
