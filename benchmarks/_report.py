@@ -37,6 +37,15 @@ def machine() -> dict[str, Any]:
     }
 
 
+def paired_interval(
+    differences: np.ndarray, rng: np.random.Generator, draws: int = 2000
+) -> dict[str, float]:
+    """The mean of paired differences and its bootstrap 95 % interval (pairs resampled)."""
+    resampled = differences[rng.integers(0, len(differences), (draws, len(differences)))]
+    low, high = np.percentile(resampled.mean(axis=1), [2.5, 97.5])
+    return {"mean": float(differences.mean()), "low": float(low), "high": float(high)}
+
+
 def summary(samples: Sequence[float]) -> dict[str, float]:
     ordered = sorted(samples)
     return {

@@ -38,7 +38,7 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     # Pausing instead of stopping (trials resume from their checkpoints; a resume pays the
     # start-up again), and one bracket (plain asynchronous successive halving).
     "Hyperband promotion": _hyperband("Random", ALL_BRACKETS, type="promotion"),
-    "ASHA": _hyperband("Random", 1),  # scaletune's defaults
+    "ASHA": _hyperband("Random", 1),  # scaletune's defaults, but for random proposals
     # The same, its first trial at the middle of every range (as older Syne Tune releases
     # start by default): measured to choose the default.
     "ASHA middle first": {**_hyperband("Random", 1), "first_configurations": [{}]},

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks._report import RESULTS
+from benchmarks._report import RESULTS, paired_interval
 from benchmarks.tuning._problem import (
     EPOCHS,
     MIN_RESOURCE,
@@ -197,13 +197,12 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
                 base = np.array(
                     [regret(by_key[(BASELINE, draws, t, s)], fraction) for t, s in pairs]
                 )
-                difference = mine - base
-                means = difference[rng.integers(0, len(pairs), (2000, len(pairs)))].mean(axis=1)
+                interval = paired_interval(mine - base, rng)
                 entry[str(fraction)] = {
                     "mean_regret": float(mine.mean()),
-                    "minus_baseline": float(difference.mean()),
-                    "low": float(np.percentile(means, 2.5)),
-                    "high": float(np.percentile(means, 97.5)),
+                    "minus_baseline": interval["mean"],
+                    "low": interval["low"],
+                    "high": interval["high"],
                 }
             arms[f"{rule} | {draws}"] = entry
     return {

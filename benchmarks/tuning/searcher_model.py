@@ -45,7 +45,7 @@ from scaletune.tuning._searchers import Config, to_samples
 CHECKPOINTS = (0.25, 0.5, 1.0)
 GRID = np.linspace(0.02, 1.0, 50)  # as run.py records each run's incumbent
 COMMITTED = RESULTS / "tuning_lcbench_all.json"
-BASELINE = "ASHA"  # random proposals: scaletune's default
+BASELINE = "ASHA"  # random proposals (the default before LastValueTPE)
 KEPT = (BASELINE, "LastValueTPE ASHA", "Syne Tune BOHB")
 ARMS = {
     "TPE multivariate, last values": "multivariate",

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import statistics
 from pathlib import Path
+from typing import Any
 
-from scaletune.spec import ContinuousRange, ObjectiveType
+from scaletune.spec import ContinuousRange, ObjectiveType, TuningJobSpec, tuning_spec_from_dict
 from scaletune.tuning import Suggestion
 from scaletune.tuning._lastvalue import LastValueSearcher
+from scaletune.tuning._searchers import OptunaSearcher
+from scaletune.tuning._strategy import make_searcher
 from tests.simulated import late_mean_x
+from tests.spec.test_objectives import AUC, BILLABLE, _objectives
+from tests.spec.test_tuning_spec import _raw
 
 RANGES = {"x": ContinuousRange(min_value=0, max_value=1)}
 
@@ -116,3 +121,30 @@ def test_priors_count_at_full_length_and_priors_outside_the_ranges_are_skipped()
 def test_last_value_proposals_in_a_simulated_hyperband_job(tmp_path: Path) -> None:
     """accuracy = x (1 - e^-step): the model should propose larger x than random search."""
     assert late_mean_x(tmp_path, "LastValueTPE") > late_mean_x(tmp_path, "Random") + 0.1
+
+
+def _stored_and_loaded(raw: dict[str, Any]) -> TuningJobSpec:
+    """The spec as the store keeps it and a resume reads it back."""
+    return TuningJobSpec.model_validate(tuning_spec_from_dict(raw).model_dump(mode="json"))
+
+
+def test_hyperband_proposes_with_last_value_tpe_by_default_random_with_several_objectives() -> None:
+    one = _stored_and_loaded(_raw())
+    assert one.hyperband is not None and one.hyperband.searcher is None
+    assert one.hyperband_searcher == "LastValueTPE"
+    assert isinstance(make_searcher(one), LastValueSearcher)
+    several = _stored_and_loaded(_objectives(AUC, BILLABLE))
+    assert several.hyperband_searcher == "Random"  # LastValueTPE models one objective
+    assert _is_random(make_searcher(several))
+    # A job that named its searcher (as every job stored before this default did) keeps it.
+    named = _stored_and_loaded(_raw(hyperband={"max_resource": 27, "searcher": "Random"}))
+    assert named.hyperband_searcher == "Random"
+    assert _is_random(make_searcher(named))
+
+
+def _is_random(searcher: object) -> bool:
+    from optuna.samplers import RandomSampler
+
+    return isinstance(searcher, OptunaSearcher) and isinstance(
+        searcher._study.sampler, RandomSampler
+    )

@@ -50,20 +50,18 @@ def make_searcher(spec: TuningJobSpec) -> Searcher:
         return GridSearcher(ranges)
     if spec.strategy is Strategy.NSGA_II:
         return nsga2_searcher(ranges, objective, seed, objectives=objectives, first=first)
-    hyperband = spec.hyperband
-    if hyperband is not None and hyperband.searcher == "BOHB":
+    hyperband, searcher = spec.hyperband, spec.hyperband_searcher
+    if hyperband is not None and searcher == "BOHB":
         brackets, _ = hyperband_brackets(
             hyperband.min_resource, hyperband.max_resource, hyperband.eta, hyperband.brackets
         )
         levels = [rung for rungs in brackets for rung in rungs] + [hyperband.max_resource]
         return RungModelSearcher(ranges, objective, seed, levels, first=first)
-    if hyperband is not None and hyperband.searcher == "LastValueTPE":
+    if searcher == "LastValueTPE":  # Hyperband's default with one objective
         return LastValueSearcher(ranges, objective, seed, first=first)
-    if spec.strategy is Strategy.BAYESIAN or (
-        spec.hyperband is not None and spec.hyperband.searcher == "Bayesian"
-    ):
+    if spec.strategy is Strategy.BAYESIAN or searcher == "Bayesian":
         return bayesian_searcher(ranges, objective, seed, objectives=objectives, first=first)
-    # Random, and Hyperband's default
+    # Random, and Hyperband's default with several objectives
     return random_searcher(ranges, objective, seed, objectives=objectives, first=first)
 
 
