@@ -44,6 +44,8 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=4)
     parser.add_argument("--full-search-seeds", type=int, default=3)
     args = parser.parse_args()
+    if not 1 <= args.full_search_seeds <= args.seeds:
+        parser.error(f"--full-search-seeds {args.full_search_seeds}: between 1 and --seeds")
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in SEARCHERS}
     full_runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as scratch, Session(Path(scratch) / "store.db") as session:

@@ -34,6 +34,7 @@ _hang_report: IO[str] | None = None  # the terminal's stderr, kept before captur
 def pytest_configure(config: pytest.Config) -> None:
     global _hang_report
     _hang_report = os.fdopen(os.dup(sys.stderr.fileno()), "w")
+    config.add_cleanup(_hang_report.close)
 
 
 @pytest.hookimpl(hookwrapper=True)
