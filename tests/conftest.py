@@ -27,7 +27,8 @@ BANK_MARKETING_FILE = SHARED_DATA / "bank-marketing" / "bank-additional-full.csv
 # pytest-timeout's SIGALRM cannot reach a main thread blocked inside C (a Ray call that never
 # returns, say): past the timeout and this grace, a watchdog thread dumps every thread's stack
 # and ends the run. A hang then costs minutes and says where, not the CI's whole budget.
-HANG_GRACE_SECONDS = 120.0
+# (SCALETUNE_TEST_HANG_GRACE shortens the grace for the watchdog's own test.)
+HANG_GRACE_SECONDS = float(os.environ.get("SCALETUNE_TEST_HANG_GRACE", "120"))
 _hang_report: IO[str] | None = None  # the terminal's stderr, kept before capture takes fd 2
 
 
