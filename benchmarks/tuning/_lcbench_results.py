@@ -1,0 +1,314 @@
+"""The LCBench benchmark's results: regret at each checkpoint, ranks, paired intervals
+against each peer, and the files that hold them (JSON, Markdown, a plot)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from datetime import UTC, datetime
+from importlib.metadata import version
+from typing import Any
+
+import numpy as np
+
+from benchmarks._report import RESULTS, paired_interval
+from benchmarks.tuning._problem import BUDGET_FULL_TRIALS, COSTS, WORKERS, streams_sentence
+
+CHECKPOINTS = (0.25, 0.5, 1.0)
+GRID = np.linspace(0.02, 1.0, 50)  # fractions of the budget, for the plot
+OURS = (
+    "Random",
+    "Bayesian",
+    "Hyperband",
+    "Bayesian+Hyperband",
+    "Hyperband promotion",
+    "ASHA",
+    "ASHA middle first",
+    "ASHA promotion",
+    "Bayesian+ASHA promotion",
+    "BOHB",
+    "BOHB ASHA",
+    "BOHB ASHA promotion",
+    "LastValueTPE ASHA",
+    "Hyperband adaptive",
+    "BOHB adaptive",
+)
+CONTROL = "scaletune HyperbandScheduler on Ray's draws (control)"
+# Hyperband with scaletune's default settings: one bracket, stopping, LastValueTPE proposals
+# (random ones, "ASHA", were the default before these measurements)
+DEFAULT = "LastValueTPE ASHA"
+RANDOM_PROPOSALS = "ASHA"  # the default's scheduler with random proposals
+PEERS = (
+    CONTROL,
+    "Optuna TPE+HyperbandPruner",
+    "Ray Tune ASHA",
+    "Ray Tune AsyncHyperBand",
+    "Syne Tune ASHA",
+    "Syne Tune BOHB",
+)
+
+
+def at(run: dict[str, Any], fraction: float) -> float:
+    index = int(np.argmin(np.abs(GRID - fraction)))
+    value = run["incumbent"][index]
+    return float("-inf") if value is None else float(value)
+
+
+def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    seeds = sorted({run["seed"] for run in runs})
+    best_known: dict[str, float] = {}
+    for run in runs:
+        final = at(run, 1.0)
+        best_known[run["task"]] = max(best_known.get(run["task"], final), final)
+    order = (*OURS, *PEERS)
+    methods = sorted({run["method"] for run in runs}, key=order.index)
+    ranked = [method for method in methods if method != CONTROL]  # the control is not a rival
+    by_key = {(r["method"], r["task"], r["seed"]): r for r in runs}
+    tasks = list(best_known)
+    summary: dict[str, Any] = {"best_known": best_known, "methods": {}}
+    for method in methods:
+        entry: dict[str, Any] = {"checkpoints": {}, "regret_curve": []}
+        for fraction in (*CHECKPOINTS,):
+            # regret per (task, seed); its spread: the std over seeds of the mean over tasks
+            regrets = {
+                (t, s): best_known[t] - at(by_key[(method, t, s)], fraction)
+                for t in tasks
+                for s in seeds
+            }
+            per_seed = [statistics.fmean(regrets[(t, s)] for t in tasks) for s in seeds]
+            ranks = []
+            for t in tasks if method in ranked else ():
+                for s in seeds:
+                    values = sorted(best_known[t] - at(by_key[(m, t, s)], fraction) for m in ranked)
+                    ranks.append(1 + values.index(regrets[(t, s)]))
+            entry["checkpoints"][str(fraction)] = {
+                "mean_regret": statistics.fmean(regrets.values()),
+                "std_over_seeds": statistics.stdev(per_seed) if len(per_seed) > 1 else 0.0,
+                "mean_rank": statistics.fmean(ranks) if method in ranked else None,
+            }
+        for index in range(len(GRID)):
+            values = [
+                best_known[t] - (by_key[(method, t, s)]["incumbent"][index] or 0.0)
+                for t in tasks
+                for s in seeds
+            ]
+            entry["regret_curve"].append(statistics.fmean(values))
+        entry["median_run_seconds"] = statistics.median(
+            r["run_seconds"] for r in runs if r["method"] == method
+        )
+        summary["methods"][method] = entry
+    summary["comparisons"] = _comparisons(by_key, best_known, methods, seeds)
+    if {DEFAULT, RANDOM_PROPOSALS} <= set(methods):
+        summary["default_minus_random"] = _default_minus_random(by_key, best_known, seeds)
+    return summary
+
+
+def _comparisons(
+    by_key: dict[tuple[str, str, int], dict[str, Any]],
+    best_known: dict[str, float],
+    methods: list[str],
+    seeds: list[int],
+) -> dict[str, Any]:
+    """At each checkpoint, scaletune's best method there (and its default) minus each
+    peer: the mean difference of regret over (task, seed) pairs, with a paired bootstrap 95 %
+    interval (pairs resampled 2,000 times). Below zero: scaletune's regret is lower."""
+    rng = np.random.default_rng(0)
+    pairs = [(task, seed) for task in best_known for seed in seeds]
+    ours = [m for m in methods if m in OURS]
+    peers = [m for m in methods if m in PEERS and m != CONTROL]
+    result: dict[str, Any] = {}
+    for fraction in CHECKPOINTS:
+
+        def regrets(method: str, fraction: float = fraction) -> np.ndarray:
+            return np.array(
+                [best_known[t] - at(by_key[(method, t, s)], fraction) for t, s in pairs]
+            )
+
+        best = min(ours, key=lambda m: float(regrets(m).mean()))
+        rows: dict[str, Any] = {}
+        for mine in dict.fromkeys([best, DEFAULT]):
+            if mine not in ours:
+                continue
+            for peer in peers:
+                rows[f"{mine} - {peer}"] = paired_interval(regrets(mine) - regrets(peer), rng)
+        result[str(fraction)] = {"best_scaletune": best, "differences": rows}
+    return result
+
+
+def _default_minus_random(
+    by_key: dict[tuple[str, str, int], dict[str, Any]],
+    best_known: dict[str, float],
+    seeds: list[int],
+) -> dict[str, Any]:
+    """The default minus the same scheduler with random proposals: what its model adds. A
+    generator of its own, so the peers' intervals stay as they were before this row."""
+    rng = np.random.default_rng(1)
+    pairs = [(task, seed) for task in best_known for seed in seeds]
+    return {
+        str(fraction): paired_interval(
+            np.array(
+                [
+                    at(by_key[(RANDOM_PROPOSALS, t, s)], fraction)
+                    - at(by_key[(DEFAULT, t, s)], fraction)
+                    for t, s in pairs
+                ]
+            ),
+            rng,
+        )
+        for fraction in CHECKPOINTS
+    }
+
+
+def _versions() -> dict[str, str]:
+    names = ("scaletune", "optuna", "ray", "syne-tune", "yahpo-gym", "onnxruntime", "numpy")
+    return {name: version(name) for name in names}
+
+
+def provenance(command: str, wall: float, note: str | None = None) -> dict[str, Any]:
+    """What made a results file: the command, when, where, with which versions."""
+    import platform
+
+    return {
+        "command": command,
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "versions": _versions(),
+        "benchmark_wall_seconds": wall,
+        **({"note": note} if note else {}),
+    }
+
+
+def kept_provenance(committed: dict[str, Any]) -> dict[str, Any]:
+    """A committed file's provenance, for its runs summarised again."""
+    keys = ("command", "date", "python", "platform", "versions", "benchmark_wall_seconds", "note")
+    return {key: committed[key] for key in keys if key in committed}
+
+
+def write(
+    runs: list[dict[str, Any]], summary: dict[str, Any], name: str, made_by: dict[str, Any]
+) -> None:
+    """benchmarks/results/NAME.{json,md,png}; `made_by`: `provenance` or `kept_provenance`."""
+    RESULTS.mkdir(exist_ok=True)
+    meta = {
+        **made_by,
+        "tasks": list(dict.fromkeys(run["task"] for run in runs)),
+        "seeds": sorted({run["seed"] for run in runs}),
+        "workers": WORKERS,
+        "budget": f"{BUDGET_FULL_TRIALS} median-length full trials per worker",
+        "start_seconds_per_trial": COSTS.start_seconds,
+    }
+    wall = meta["benchmark_wall_seconds"]
+    (RESULTS / f"{name}.json").write_text(  # compact: every run's incumbent curve is in it
+        json.dumps({**meta, "summary": summary, "runs": runs}, separators=(",", ":")) + "\n"
+    )
+    _plot(summary, name)
+    methods = summary["methods"]
+    header = [
+        "method",
+        *[f"regret at {int(f * 100)} %" for f in CHECKPOINTS],
+        "mean rank 25/50/100 %",
+    ]
+    rows = []
+    for method, entry in methods.items():
+        cells = [f"scaletune {method}" if method in OURS else method]
+        for fraction in CHECKPOINTS:
+            point = entry["checkpoints"][str(fraction)]
+            cells.append(f"{point['mean_regret']:.3f} ± {point['std_over_seeds']:.3f}")
+        ranks = [entry["checkpoints"][str(f)]["mean_rank"] for f in CHECKPOINTS]
+        cells.append(" / ".join("-" if rank is None else f"{rank:.2f}" for rank in ranks))
+        rows.append(cells)
+    lines = [
+        "# Tuning on LCBench (YAHPO Gym surrogate): scaletune against Optuna, Ray Tune, Syne Tune",
+        "",
+        f"Command: `{meta['command']}` (from the repository root, in `.bench-venv`; "
+        f"{wall / 60:.0f} min).",
+        f"Machine: {meta['platform']}, Python {meta['python']}, {meta['date']}. Versions: "
+        + ", ".join(f"{k} {v}" for k, v in meta["versions"].items())
+        + ".",
+        f"Tasks: {', '.join(meta['tasks'])}.",
+        *([f"Note: {meta['note']}"] if "note" in meta else []),
+        "",
+        f"{len(meta['tasks'])} tasks × {_seeds_phrase(meta['seeds'])}, {WORKERS} trials at a "
+        "time, "
+        f"budget {meta['budget']} (simulated), {COSTS.start_seconds:g} s start-up per trial "
+        "for every method. Regret: the best validation accuracy (%) any method found on the "
+        "task minus the best this run had reported by then; mean over tasks and seeds ± the "
+        "standard deviation over seeds of the mean over tasks. Rank: 1 = best of all methods "
+        "on that task and seed (the control not counted). scaletune's methods name their "
+        "Hyperband settings: ASHA is one bracket of asynchronous successive halving with "
+        "random proposals, the others say how they differ from it; the default is "
+        f"{DEFAULT}. The control runs scaletune's Hyperband scheduler on exactly the random "
+        "configurations Ray Tune's methods draw. " + streams_sentence(runs),
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+        *["| " + " | ".join(row) + " |" for row in rows],
+        "",
+        f"![regret over the budget]({name}.png)",
+        "",
+        *_comparison_lines(summary["comparisons"]),
+        *_random_lines(summary.get("default_minus_random")),
+    ]
+    (RESULTS / f"{name}.md").write_text("\n".join(lines))
+    print("\n".join(lines))
+
+
+def _seeds_phrase(seeds: list[int]) -> str:
+    first, last = min(seeds), max(seeds)
+    if seeds == list(range(first, last + 1)) and first > 0:
+        return f"{len(seeds)} seeds ({first}..{last})"
+    return f"{len(seeds)} seeds"
+
+
+def _comparison_lines(comparisons: dict[str, Any]) -> list[str]:
+    lines = [
+        f"Regret of scaletune's best method at each checkpoint (and of its default, {DEFAULT}) "
+        "minus each peer's: mean over tasks and seeds [paired bootstrap 95 % interval]; "
+        "below zero, scaletune is ahead.",
+        "",
+        "| at | difference | mean [95 % interval] |",
+        "|---|---|---|",
+    ]
+    for fraction, entry in comparisons.items():
+        for label, row in entry["differences"].items():
+            lines.append(
+                f"| {int(float(fraction) * 100)} % | scaletune {label} | "
+                f"{row['mean']:+.3f} [{row['low']:+.3f}, {row['high']:+.3f}] |"
+            )
+    return [*lines, ""]
+
+
+def _random_lines(rows: dict[str, Any] | None) -> list[str]:
+    if rows is None:
+        return []
+    cells = [
+        f"{int(float(f) * 100)} %: {r['mean']:+.3f} [{r['low']:+.3f}, {r['high']:+.3f}]"
+        for f, r in rows.items()
+    ]
+    return [
+        f"What the default's model adds: {DEFAULT} minus {RANDOM_PROPOSALS} (the same "
+        f"scheduler, random proposals), regret, paired as above: {'; '.join(cells)}.",
+        "",
+    ]
+
+
+def _plot(summary: dict[str, Any], name: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(8, 5))
+    for method, entry in summary["methods"].items():
+        label = f"scaletune {method}" if method in OURS else method
+        style = "-" if method in OURS else ":" if method == CONTROL else "--"
+        axes.plot(GRID * 100, np.maximum(entry["regret_curve"], 1e-3), style, label=label)
+    axes.set_yscale("log")
+    axes.set_xlabel("simulated wall time (% of budget)")
+    axes.set_ylabel("mean regret of best val accuracy (% points)")
+    axes.set_title("LCBench, 4 parallel workers: lower is better")
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(RESULTS / f"{name}.png", dpi=110)
