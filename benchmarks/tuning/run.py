@@ -131,10 +131,16 @@ def main() -> None:
         parser.error(f"--seeds {args.seeds} --first-seed {args.first_seed}: need 1+ and 0+")
     if args.pool and not args.name:
         parser.error("--pool needs --name: where the pooled summary goes")
+    for source in [*(args.pool or ()), *([args.name or ""] if args.summarize else [])]:
+        if source and not (RESULTS / f"{source}.json").exists():
+            parser.error(f"{source!r}: no benchmarks/results/{source}.json to summarise")
     default = "tuning_lcbench" if args.task_set == "first" else f"tuning_lcbench_{args.task_set}"
     name = args.name or default
     if args.pool:
-        _write_pooled(args.pool, name)
+        try:
+            _write_pooled(args.pool, name)
+        except ValueError as error:
+            parser.error(str(error))
         return
     if args.summarize:
         committed = json.loads((RESULTS / f"{name}.json").read_text())
@@ -156,7 +162,9 @@ def main() -> None:
     command, note = _command(), None
     if kept:  # the other methods' runs came from the committed file's command; its note holds
         earlier = json.loads((RESULTS / f"{name}.json").read_text())
-        command, note = f"{earlier['command']}` then `{command}", earlier.get("note")
+        # a command run again replaced its own runs: it stands once, last
+        before = [part for part in earlier["command"].split("` then `") if part != command]
+        command, note = "` then `".join([*before, command]), earlier.get("note")
     write(runs, summarize(runs), name, provenance(command, wall, note))
 
 
@@ -170,12 +178,18 @@ def _write_pooled(names: list[str], name: str) -> None:
     comparison stays paired."""
     files = [json.loads((RESULTS / f"{source}.json").read_text()) for source in names]
     runs = [run for file in files for run in file["runs"]]
+    keys = [(run["method"], run["task"], run["seed"]) for run in runs]
+    if len(set(keys)) < len(keys):
+        twice = next(key for key in keys if keys.count(key) > 1)
+        raise ValueError(f"--pool {' '.join(names)}: {twice} is in more than one of them")
     pairs = {(run["task"], run["seed"]) for run in runs}
     complete = [
         method
         for method in dict.fromkeys(run["method"] for run in runs)
         if {(r["task"], r["seed"]) for r in runs if r["method"] == method} == pairs
     ]
+    if not complete:
+        raise ValueError(f"--pool {' '.join(names)}: no method ran on every (task, seed) pair")
     runs = [run for run in runs if run["method"] in complete]
     commands = "` and `".join(file["command"] for file in files)
     note = (

@@ -11,14 +11,23 @@ end, and a trial promoted far has both a high value and a late one.
 TPE is Optuna's, independent per hyperparameter. Its multivariate form (what scaletune's
 other TPE searchers use) lost to random proposals late in the budget: +0.86 [+0.30, +1.45]
 points of regret at the end on all 34 LCBench tasks x 5 seeds
-(benchmarks/results/tuning_searcher_model.md). The independent one is ahead of random
-proposals at every checkpoint, though within noise (-0.44 / -0.08 / -0.34 at 25 / 50 / 100 %
-of the budget, 34 tasks x 10 seeds, tuning_lcbench_all.md). A third of the proposals stay
-random, as in BOHB. Optuna's trials cannot change value, so the model is a study rebuilt from
-the latest values once enough of them have changed (a twentieth, five at least): a build
-costs about 0.1 ms a trial, so a rebuild on every report would cost a job of n trials n^2;
-with this rule a build of m trials follows m / 20 changes, so all builds together cost at most
-20 trials' worth a report: linear in the job's reports.
+(benchmarks/results/tuning_searcher_model.md). A third of the proposals stay random, as in
+BOHB.
+
+TPE keeps, of the candidates it draws from the good configurations' density, the one with
+the best ratio of good to bad density. Optuna's 24 candidates put nearly every proposal onto
+the best values seen; on a few LCBench tasks that held the search in a poor region, where
+random proposals and Syne Tune's BOHB both did better (tuning_lcbench_trailing.md). Eight
+keep proposals near the best values but spread them wider. On seeds not used to choose it
+(34 tasks x seeds 10..19) eight against 24 is +0.05 / -0.18 / -0.22 points of regret at
+25 / 50 / 100 % of the budget, within noise; over 20 seeds this searcher is ahead of random
+proposals at every checkpoint with 95 % confidence (tuning_lcbench_all_pooled.md).
+
+Optuna's trials cannot change value, so the model is a study rebuilt from the latest values
+once enough of them have changed (a twentieth, five at least): a build costs about 0.1 ms a
+trial, so a rebuild on every report would cost a job of n trials n^2; with this rule a build
+of m trials follows m / 20 changes, so all builds together cost at most 20 trials' worth a
+report: linear in the job's reports.
 """
 
 from __future__ import annotations
@@ -56,6 +65,7 @@ class LastValueSearcher:
         refit_fraction: float = 1 / 20,
         min_refit: int = 5,
         multivariate: bool = False,  # the measured alternative (the module's docstring)
+        candidates: int = 8,  # TPE's draws from l(x) per proposal, the best l(x)/g(x) kept
         first: Sequence[Config] = (),
     ) -> None:
         import optuna
@@ -71,6 +81,7 @@ class LastValueSearcher:
         self._refit_fraction = refit_fraction
         self._min_refit = min_refit
         self._multivariate = multivariate
+        self._candidates = candidates
         self._coin = np.random.default_rng([seed, 2])
         self._random = optuna.create_study(sampler=RandomSampler(seed=seed))
         self._params: dict[int, dict[str, object]] = {}  # each trial's values, as sampled
@@ -199,6 +210,7 @@ class LastValueSearcher:
             seed=int(np.random.default_rng([self._seed, 3, self._fits]).integers(2**31)),
             n_startup_trials=0,
             multivariate=self._multivariate,
+            n_ei_candidates=self._candidates,
         )
         study = optuna.create_study(
             direction="maximize" if self._maximize else "minimize", sampler=sampler
