@@ -15,6 +15,10 @@ that turns those values into proposals changes:
 The random arm (scaletune's default, `ASHA`), `LastValueTPE ASHA` and Syne Tune's own BOHB
 are the committed runs of `tuning_lcbench_all.json` on the same streams, not rerun.
 
+The committed results were made while LastValueTPE drew Optuna's 24 TPE candidates a
+proposal (before commit 9b246d6, which made it 8; `benchmarks.tuning.candidates`): run
+again, both TPE arms and the committed LastValueTPE runs draw 8.
+
     PYTHONPATH=. .bench-venv/bin/python -m benchmarks.tuning.searcher_model --seeds 5
 
 Writes benchmarks/results/tuning_searcher_model.{json,md}."""
