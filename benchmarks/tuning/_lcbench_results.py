@@ -185,10 +185,45 @@ def kept_provenance(committed: dict[str, Any]) -> dict[str, Any]:
     return {key: committed[key] for key in keys if key in committed}
 
 
+def load_runs(name: str) -> list[dict[str, Any]]:
+    """A results file's runs; a pooled file's, from the files it pooled."""
+    committed = json.loads((RESULTS / f"{name}.json").read_text())
+    if "pooled_from" in committed:
+        return pooled_runs(committed["pooled_from"])
+    runs: list[dict[str, Any]] = committed["runs"]
+    return runs
+
+
+def pooled_runs(names: list[str]) -> list[dict[str, Any]]:
+    """Several results files' runs as one set: the methods run on every (task, seed) pair of
+    them all, so that every comparison stays paired. ValueError: a run in two of them, or no
+    method on every pair."""
+    runs = [run for source in names for run in load_runs(source)]
+    keys = [(run["method"], run["task"], run["seed"]) for run in runs]
+    if len(set(keys)) < len(keys):
+        twice = next(key for key in keys if keys.count(key) > 1)
+        raise ValueError(f"--pool {' '.join(names)}: {twice} is in more than one of them")
+    pairs = {(run["task"], run["seed"]) for run in runs}
+    complete = [
+        method
+        for method in dict.fromkeys(run["method"] for run in runs)
+        if {(r["task"], r["seed"]) for r in runs if r["method"] == method} == pairs
+    ]
+    if not complete:
+        raise ValueError(f"--pool {' '.join(names)}: no method ran on every (task, seed) pair")
+    return [run for run in runs if run["method"] in complete]
+
+
 def write(
-    runs: list[dict[str, Any]], summary: dict[str, Any], name: str, made_by: dict[str, Any]
+    runs: list[dict[str, Any]],
+    summary: dict[str, Any],
+    name: str,
+    made_by: dict[str, Any],
+    *,
+    pooled_from: list[str] | None = None,
 ) -> None:
-    """benchmarks/results/NAME.{json,md,png}; `made_by`: `provenance` or `kept_provenance`."""
+    """benchmarks/results/NAME.{json,md,png}; `made_by`: `provenance` or `kept_provenance`.
+    A pooled file names its sources instead of holding their runs a second time."""
     RESULTS.mkdir(exist_ok=True)
     meta = {
         **made_by,
@@ -199,8 +234,9 @@ def write(
         "start_seconds_per_trial": COSTS.start_seconds,
     }
     wall = meta["benchmark_wall_seconds"]
+    held = {"pooled_from": pooled_from} if pooled_from else {"runs": runs}
     (RESULTS / f"{name}.json").write_text(  # compact: every run's incumbent curve is in it
-        json.dumps({**meta, "summary": summary, "runs": runs}, separators=(",", ":")) + "\n"
+        json.dumps({**meta, "summary": summary, **held}, separators=(",", ":")) + "\n"
     )
     _plot(summary, name)
     methods = summary["methods"]

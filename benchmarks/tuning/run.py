@@ -36,6 +36,8 @@ from benchmarks.tuning._lcbench_results import (
     OURS,
     PEERS,
     kept_provenance,
+    load_runs,
+    pooled_runs,
     provenance,
     summarize,
     write,
@@ -144,8 +146,9 @@ def main() -> None:
         return
     if args.summarize:
         committed = json.loads((RESULTS / f"{name}.json").read_text())
-        runs = committed["runs"]
-        write(runs, summarize(runs), name, kept_provenance(committed))
+        runs = load_runs(name)
+        made_by, sources = kept_provenance(committed), committed.get("pooled_from")
+        write(runs, summarize(runs), name, made_by, pooled_from=sources)
         return
     methods = args.only or (*OURS, *PEERS)
     jobs = [
@@ -174,31 +177,18 @@ def _command() -> str:
 
 def _write_pooled(names: list[str], name: str) -> None:
     """One summary of several results files' runs (a replication on other seeds beside the
-    first): only the methods run on every (task, seed) pair of them all, so that every
-    comparison stays paired."""
+    first). The file keeps the summary and the sources' names, not their runs again."""
     files = [json.loads((RESULTS / f"{source}.json").read_text()) for source in names]
-    runs = [run for file in files for run in file["runs"]]
-    keys = [(run["method"], run["task"], run["seed"]) for run in runs]
-    if len(set(keys)) < len(keys):
-        twice = next(key for key in keys if keys.count(key) > 1)
-        raise ValueError(f"--pool {' '.join(names)}: {twice} is in more than one of them")
-    pairs = {(run["task"], run["seed"]) for run in runs}
-    complete = [
-        method
-        for method in dict.fromkeys(run["method"] for run in runs)
-        if {(r["task"], r["seed"]) for r in runs if r["method"] == method} == pairs
-    ]
-    if not complete:
-        raise ValueError(f"--pool {' '.join(names)}: no method ran on every (task, seed) pair")
-    runs = [run for run in runs if run["method"] in complete]
+    runs = pooled_runs(names)
+    methods = ", ".join(dict.fromkeys(run["method"] for run in runs))
     commands = "` and `".join(file["command"] for file in files)
     note = (
         f"the runs of {', '.join(f'{source}.json' for source in names)} summarised as one; "
-        f"the methods run on every (task, seed) pair of them: {', '.join(complete)}"
+        f"the methods run on every (task, seed) pair of them: {methods}"
     )
     wall = sum(file["benchmark_wall_seconds"] for file in files)
     made_by = provenance(f"{commands}` pooled by `{_command()}", wall, note)
-    write(runs, summarize(runs), name, made_by)
+    write(runs, summarize(runs), name, made_by, pooled_from=names)
 
 
 def _kept_runs(jobs: list[tuple[str, str, int]], name: str) -> list[dict[str, Any]]:

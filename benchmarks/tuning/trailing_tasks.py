@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks._report import RESULTS
-from benchmarks.tuning._lcbench_results import DEFAULT, RANDOM_PROPOSALS, at
+from benchmarks.tuning._lcbench_results import DEFAULT, RANDOM_PROPOSALS, at, load_runs
 
 PEER = "Syne Tune BOHB"
 FRACTIONS = (0.5, 1.0)
@@ -45,7 +45,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.margin <= 0:
         parser.error(f"--margin {args.margin}: must be above 0")
-    runs = json.loads((RESULTS / f"{args.runs}.json").read_text())["runs"]
+    if not (RESULTS / f"{args.runs}.json").exists():
+        parser.error(f"--runs {args.runs}: no benchmarks/results/{args.runs}.json")
+    runs = load_runs(args.runs)
     by = {(run["method"], run["task"], run["seed"]): run for run in runs}
     tasks = list(dict.fromkeys(run["task"] for run in runs))
     seeds = sorted({run["seed"] for run in runs})
