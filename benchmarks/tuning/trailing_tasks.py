@@ -17,15 +17,12 @@ Writes benchmarks/results/tuning_lcbench_trailing.{json,md}.
 from __future__ import annotations
 
 import argparse
-import json
-import shlex
 import statistics
-import sys
 from typing import Any
 
 import numpy as np
 
-from benchmarks._report import RESULTS
+from benchmarks._report import RESULTS, write
 from benchmarks.tuning._lcbench_results import DEFAULT, RANDOM_PROPOSALS, at, load_runs
 
 PEER = "Syne Tune BOHB"
@@ -92,61 +89,60 @@ def main() -> None:
             "correlation": float(np.corrcoef(np.array(everywhere).T)[0, 1]),
             "splits": splits,
         }
-    command = "python -m benchmarks.tuning.trailing_tasks " + shlex.join(sys.argv[1:])
-    result["command"] = command.strip()
-    (RESULTS / "tuning_lcbench_trailing.json").write_text(json.dumps(result, indent=1) + "\n")
-    (RESULTS / "tuning_lcbench_trailing.md").write_text(_markdown(result, len(tasks), seeds))
+    write(
+        "tuning_lcbench_trailing",
+        f"Where the default trails {PEER} on LCBench: the tasks where its model misleads it",
+        result,
+        _table(result),
+        _notes(result, len(tasks), seeds),
+        environment=".bench-venv",
+    )
 
 
-def _markdown(result: dict[str, Any], task_count: int, seeds: list[int]) -> str:
-    lines = [
-        f"# Where the default trails {PEER} on LCBench: the tasks where its model misleads it",
-        "",
-        f"Command: `{result['command']}` (from the repository root, in `.bench-venv`), on the "
-        f"committed runs of `{result['runs']}.json`: {task_count} tasks × {len(seeds)} seeds.",
-        "",
-        f"Accuracy points by which {PEER} and random proposals ({RANDOM_PROPOSALS}: the "
-        f"default's scheduler without a model) are ahead of the default ({DEFAULT}); above "
-        "zero, the default trails. A task is *trailing* when random proposals are ahead of the "
-        f"default there by more than {result['margin']:g} (accuracy, % points) on the seeds it "
-        "is chosen on; "
-        "every figure is measured on the other seeds. Share: the group's part of the peer's "
-        f"lead over all {task_count} tasks (the two shares add up to it).",
-        "",
-        "| at | chosen on seeds | group | tasks | random proposals ahead | "
-        f"{PEER} ahead | share of {PEER}'s lead |",
-        "|---|---|---|---|---|---|---|",
-    ]
+def _table(result: dict[str, Any]) -> list[list[str]]:
+    header = ["at", "chosen on seeds", "group", "tasks", "random proposals ahead"]
+    rows = [[*header, f"{PEER} ahead", f"share of {PEER}'s lead"]]
     for fraction, entry in result["fractions"].items():
         for split in entry["splits"]:
             chosen = f"{split['chosen_on'][0]}..{split['chosen_on'][-1]}"
             for label in ("trailing", "rest"):
                 group = split[label]
-                lines.append(
-                    f"| {int(float(fraction) * 100)} % | {chosen} | {label} | "
-                    f"{len(group['tasks'])} | {group['random_ahead']:+.2f} | "
-                    f"{group['peer_ahead']:+.2f} | {group['peer_share']:+.2f} |"
+                rows.append(
+                    [
+                        f"{int(float(fraction) * 100)} %",
+                        chosen,
+                        label,
+                        str(len(group["tasks"])),
+                        f"{group['random_ahead']:+.2f}",
+                        f"{group['peer_ahead']:+.2f}",
+                        f"{group['peer_share']:+.2f}",
+                    ]
                 )
-    lines += [
-        "",
+    return rows
+
+
+def _notes(result: dict[str, Any], task_count: int, seeds: list[int]) -> str:
+    fractions = result["fractions"].items()
+    correlations = "; ".join(
+        f"{int(float(f) * 100)} %: {e['correlation']:.2f}" for f, e in fractions
+    )
+    trailing = "; ".join(
+        f"{int(float(f) * 100)} %: "
+        + " / ".join(", ".join(s["trailing"]["tasks"]) or "none" for s in e["splits"])
+        for f, e in fractions
+    )
+    return (
+        f"On the committed runs of `{result['runs']}.json`: {task_count} tasks × {len(seeds)} "
+        f"seeds. Accuracy points by which {PEER} and random proposals ({RANDOM_PROPOSALS}: the "
+        f"default's scheduler without a model) are ahead of the default ({DEFAULT}); above "
+        "zero, the default trails. A task is *trailing* when random proposals are ahead of the "
+        f"default there by more than {result['margin']:g} (accuracy, % points) on the seeds it "
+        "is chosen on; every figure is measured on the other seeds. Share: the group's part of "
+        f"the peer's lead over all {task_count} tasks (the two shares add up to it).\n\n"
         "Over all seeds, the correlation across tasks of the two leads (random proposals' and "
-        f"{PEER}'s over the default): "
-        + "; ".join(
-            f"{int(float(f) * 100)} %: {e['correlation']:.2f}"
-            for f, e in result["fractions"].items()
-        )
-        + ".",
-        "",
-        "Trailing tasks, chosen on each half: "
-        + "; ".join(
-            f"{int(float(f) * 100)} %: "
-            + " / ".join(", ".join(s["trailing"]["tasks"]) or "none" for s in e["splits"])
-            for f, e in result["fractions"].items()
-        )
-        + ".",
-        "",
-    ]
-    return "\n".join(lines)
+        f"{PEER}'s over the default): {correlations}.\n\n"
+        f"Trailing tasks, chosen on each half: {trailing}."
+    )
 
 
 if __name__ == "__main__":
