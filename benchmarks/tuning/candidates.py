@@ -25,20 +25,16 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import multiprocessing
-import shlex
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from typing import Any
 from unittest import mock
 
 import numpy as np
 
-from benchmarks._report import RESULTS, paired_interval
+from benchmarks._report import paired_interval, write
 from benchmarks.tuning._lcbench_results import CHECKPOINTS, RANDOM_PROPOSALS, at
 from benchmarks.tuning._problem import ALL_TASKS
 from scaletune.tuning._lastvalue import LastValueSearcher
@@ -148,33 +144,33 @@ def main() -> None:
     with multiprocessing.get_context("spawn").Pool(args.processes) as pool:
         runs = pool.map(_one, jobs, chunksize=1)
     minutes = (time.perf_counter() - started) / 60
-    command = ("python -m benchmarks.tuning.candidates " + shlex.join(sys.argv[1:])).strip()
-    made = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {minutes:.0f} min"
     summary = summarize(runs)
-    (RESULTS / "tuning_candidates.json").write_text(
-        json.dumps({"command": command, "made": made, "summary": summary, "runs": runs}) + "\n"
+    write(
+        "tuning_candidates",
+        "LastValueTPE's candidates per proposal, and the alternatives tried beside them",
+        {"settings": vars(args), "minutes": minutes, "summary": summary, "runs": runs},
+        _table(summary),
+        f"""
+Tasks {", ".join(args.tasks)}; seeds {seeds.start}..{seeds.stop - 1}: {summary["pairs"]}
+(task, seed) pairs, each its own random stream; {minutes:.0f} min on {args.processes}
+processes. scaletune's tuning loop and default scheduler for every arm; only the searcher's
+settings differ. Regret: the best validation accuracy (%) any arm found on the task minus
+this run's best by then; the difference to the first row is paired, with a bootstrap 95 %
+interval.
+""",
+        environment=".bench-venv",
     )
-    markdown = _markdown(summary, command, made, args.tasks, seeds)
-    (RESULTS / "tuning_candidates.md").write_text(markdown)
-    print(markdown)
 
 
-def _markdown(
-    summary: dict[str, Any], command: str, made: str, tasks: list[str], seeds: range
-) -> str:
-    lines = [
-        "# LastValueTPE's candidates per proposal, and the alternatives tried beside them",
-        "",
-        f"Command: `{command}` (from the repository root, in `.bench-venv`; {made}).",
-        f"Tasks {', '.join(tasks)}; seeds {seeds.start}..{seeds.stop - 1}: {summary['pairs']} "
-        "(task, seed) pairs, each its own random stream. scaletune's tuning loop and default "
-        "scheduler for every arm; only the searcher's settings differ. Regret: the best "
-        "validation accuracy (%) any arm found on the task minus this run's best by then; "
-        "the difference to the first row is paired, with a bootstrap 95 % interval.",
-        "",
-        "| proposals | regret at 25 / 50 / 100 % | minus the first row at 25 % | at 50 % "
-        "| at 100 % |",
-        "|---|---|---|---|---|",
+def _table(summary: dict[str, Any]) -> list[list[str]]:
+    rows = [
+        [
+            "proposals",
+            "regret at 25 / 50 / 100 %",
+            "minus the first row at 25 %",
+            "at 50 %",
+            "at 100 %",
+        ]
     ]
     for arm, entry in summary["arms"].items():
         regrets = " / ".join(f"{entry[str(f)]['mean_regret']:.2f}" for f in CHECKPOINTS)
@@ -185,8 +181,8 @@ def _markdown(
                 "" if row is None else f"{row['mean']:+.2f} [{row['low']:+.2f}, {row['high']:+.2f}]"
             )
         name = {RANDOM_PROPOSALS: "random (the same scheduler, no model)"}.get(arm, arm)
-        lines.append(f"| {name} | {regrets} | {' | '.join(differences)} |")
-    return "\n".join([*lines, ""])
+        rows.append([name, regrets, *differences])
+    return rows
 
 
 if __name__ == "__main__":
