@@ -199,3 +199,14 @@ def report_until_stopped_then_rank1_dies(ctx: WorkerContext) -> None:
         threading.Event().wait(0.01)
     if ctx.rank == 1:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def report_thread_share(ctx: WorkerContext) -> None:
+    """Reports the threads its math would use, and the workers it was told share the machine
+    (0: none were named), beside the objective the tuning tests' specs name."""
+    ctx.report(
+        1,
+        threads=float(ctx.threads),
+        concurrent_workers=float(ctx.task.concurrent_workers or 0),
+        **{"validation:logloss": 1.0},
+    )

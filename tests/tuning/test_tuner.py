@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any
 
 import pytest
@@ -314,3 +315,26 @@ def test_promotion_pauses_trials_and_resumes_them_from_their_checkpoints(
     for trial in trials:
         rungs = [r for r in (1, 3, 9) if (trial.resource or 0) >= r]
         assert reached[trial.id] == " ".join(map(str, rungs))
+
+
+class _ReportThreadShare(TrainingController):
+    def prepare(self, spec: TrainingJobSpec, **kwargs: Any) -> PreparedJob:
+        job = super().prepare(spec, **kwargs)
+        return dataclasses.replace(job, algorithm=_ProgramOverride(programs.report_thread_share))
+
+
+def test_parallel_trials_share_the_cores_instead_of_each_taking_every_core(
+    session: Session,
+) -> None:
+    controller = _ReportThreadShare(session.store, session.backend, session.location.jobs_dir)
+    spec = _spec(max_jobs=3, max_parallel_jobs=2, strategy="Random", hyperband=None)
+    summary = _tune(session, spec, controller)
+    cores = os.cpu_count() or 1
+    trials = session.store.trials.rows(summary.record.id)
+    assert [t.status for t in trials] == [JobStatus.COMPLETED] * 3
+    for trial in trials:  # 2 trials at once, 2 workers each
+        assert [p.value for p in session.store.metrics(trial.id, "concurrent_workers")] == [4]
+        assert [p.value for p in session.store.metrics(trial.id, "threads")] == [max(1, cores // 4)]
+    alone = controller.run(controller.prepare(spec.training))  # a job of its own
+    assert [p.value for p in session.store.metrics(alone.id, "concurrent_workers")] == [0]
+    assert [p.value for p in session.store.metrics(alone.id, "threads")] == [max(1, cores // 2)]

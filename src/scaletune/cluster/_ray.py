@@ -243,6 +243,9 @@ class RayBackend:
         self._closed = False
         # The XGBoost tracker runs in the controller: workers on other nodes reach it here.
         self.rendezvous_host = LOOPBACK if address is None else ray.util.get_node_ip_address()
+        # On a cluster of its own, a tuning job's parallel trials spread over nodes of unknown
+        # size: each job's workers share their node's cores as if alone (WorkerContext.threads).
+        self._one_machine = address is None
 
     name = BackendName.RAY
 
@@ -258,6 +261,8 @@ class RayBackend:
         gives a reason to stop."""
         check_importable(tasks)
         placed = self._acquire(len(tasks), WorkerResources.of(cluster or ClusterSpec()), abandon)
+        if not self._one_machine:
+            tasks = [dataclasses.replace(task, concurrent_workers=None) for task in tasks]
         try:
             tasks = self._rendezvous_on_nodes(placed, tasks)
             runs = [

@@ -86,6 +86,7 @@ def worker_tasks(
             checkpoint=plan,
             attempt=attempt,
             scratch=staging.scratch,
+            concurrent_workers=job.concurrent_workers,
         )
         for rank in range(world_size)
     ]

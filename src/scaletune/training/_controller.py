@@ -67,6 +67,9 @@ class PreparedJob:
     # usable checkpoint of a job resumed before any attempt began (a PBT copy whose tuning
     # controller died between creating it, inherited reports and all, and starting it).
     starts_from: Checkpoint | None = None
+    # Workers that may train at once on a machine, this job's among them (a tuning job's
+    # parallel trials); None: this job's alone. Its workers share the cores accordingly.
+    concurrent_workers: int | None = None
 
 
 class TrainingController:

@@ -5,6 +5,7 @@ wait for trials; `JobTrialRunner` runs each as a real training job in a thread o
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import queue
 import threading
 from collections.abc import Callable
@@ -70,9 +71,13 @@ class JobTrialRunner:
         self._prepared: dict[int, PreparedJob] = {}
         self._threads: dict[int, threading.Thread] = {}
         self._ended: queue.Queue[int] = queue.Queue()
+        self._concurrent_workers: int | None = None  # the parallel trials' workers, all told
 
     def ensure_capacity(self, workers: int) -> None:
         self.controller.backend.ensure_capacity(workers)
+        # The trials' workers share the machine's cores: each job learns how many train at
+        # once, so that its math runs on its share instead of on every core.
+        self._concurrent_workers = workers
 
     def prepare(
         self, spec: TrainingJobSpec, *, job_id: str, tuning_job_id: str, trial_number: int
@@ -80,11 +85,14 @@ class JobTrialRunner:
         job = self.controller.prepare(
             spec, job_id=job_id, tuning_job_id=tuning_job_id, trial_number=trial_number
         )
-        self._prepared[trial_number] = job
-        return job.algorithm.full_resource(job.hyperparameters)
+        return self._keep(trial_number, job)
 
     def prepare_resume(self, job_id: str, trial_number: int) -> int | None:
-        job = self.controller.prepare_resume(job_id)
+        return self._keep(trial_number, self.controller.prepare_resume(job_id))
+
+    def _keep(self, trial_number: int, job: PreparedJob) -> int | None:
+        if self._concurrent_workers is not None:
+            job = dataclasses.replace(job, concurrent_workers=self._concurrent_workers)
         self._prepared[trial_number] = job
         return job.algorithm.full_resource(job.hyperparameters)
 

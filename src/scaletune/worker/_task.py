@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -79,6 +80,9 @@ class WorkerTask:
     # The controller's folder for this job, which it removes whatever happens: a worker's
     # temp files go there when it can see it (same machine), so a killed worker leaves none.
     scratch: Path | None = None
+    # Workers that may train at once on this machine (a tuning job's parallel trials, all
+    # their workers); None: this job's own workers alone. Sets `WorkerContext.threads`.
+    concurrent_workers: int | None = None
 
 
 class WorkerContext:
@@ -124,6 +128,15 @@ class WorkerContext:
     @property
     def model_dir(self) -> Path:
         return self.task.model_dir
+
+    @property
+    def threads(self) -> int:
+        """Threads for the program's math (torch, XGBoost): this machine's cores shared among
+        the workers that train on it at once. More threads than cores make OpenMP's threads
+        wait on each other: four one-worker trials at two threads each on two cores took 8
+        (DNN) and 12 (XGBoost) times as long as at one (benchmarks/results/parallel_threads.md)."""
+        sharing = self.task.concurrent_workers or self.task.world_size
+        return max(1, (os.cpu_count() or 1) // sharing)
 
     def channel(self, name: str) -> Table | None:
         shard = self.task.channels.get(name)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 
 import torch
 
@@ -22,7 +21,7 @@ def train_dnn(ctx: WorkerContext) -> None:
     hyperparameters = ctx.task.hyperparameters
     assert isinstance(hyperparameters, DNNHyperparameters)  # the controller built it
     seed = hyperparameters.seed if hyperparameters.seed is not None else ctx.task.seed
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // ctx.world_size))
+    torch.set_num_threads(ctx.threads)
     distribution = ctx.task.distribution
     allreduce = distribution.strategy is DistributionStrategy.ALLREDUCE
     # The parameter server exchanges weights as host memory: it trains on the CPU.

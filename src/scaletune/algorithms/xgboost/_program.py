@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 from typing import Any
 
 import numpy as np
@@ -33,8 +32,7 @@ def train_xgboost(ctx: WorkerContext) -> None:
         if tracker
         else contextlib.nullcontext()
     )
-    nthread = max(1, (os.cpu_count() or 1) // ctx.world_size)
-    params = hyperparameters.booster_params(seed=ctx.task.seed, nthread=nthread)
+    params = hyperparameters.booster_params(seed=ctx.task.seed, nthread=ctx.threads)
     with communicator:
         matrices = {}
         for name in ("train", "validation", "test"):
@@ -43,7 +41,7 @@ def train_xgboost(ctx: WorkerContext) -> None:
                 matrices[name] = xgb.DMatrix(
                     table.features,
                     label=table.labels,
-                    nthread=nthread,
+                    nthread=ctx.threads,
                     feature_names=list(table.feature_names) if table.feature_names else None,
                 )
         evals = [(matrices[name], name) for name in ("train", "validation") if name in matrices]
