@@ -243,8 +243,9 @@ class RayBackend:
         self._closed = False
         # The XGBoost tracker runs in the controller: workers on other nodes reach it here.
         self.rendezvous_host = LOOPBACK if address is None else ray.util.get_node_ip_address()
-        # On a cluster of its own, a tuning job's parallel trials spread over nodes of unknown
-        # size: each job's workers share their node's cores as if alone (WorkerContext.threads).
+        # On a running cluster (an address), a tuning job's parallel trials spread over nodes
+        # of unknown size: each job's workers share their node's cores as if alone there
+        # (WorkerContext.threads). A Ray started here runs them all on this machine's cores.
         self._one_machine = address is None
 
     name = BackendName.RAY
