@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,12 @@ import pytest
 from scaletune.api import Session
 from scaletune.errors import InvalidInputError
 from scaletune.reporting import REPORT_ENV, REPORT_PREFIX, report
-from scaletune.spec import load_training_spec, load_tuning_spec, training_spec_from_dict
+from scaletune.spec import (
+    load_training_spec,
+    load_tuning_spec,
+    training_spec_from_dict,
+    tuning_spec_from_dict,
+)
 from scaletune.store import JobStatus, TrainingJobRecord
 from scaletune.tuning import TuningController, summarize
 from tests.cli.test_cli import _cli
@@ -352,3 +358,37 @@ def test_a_line_that_only_looks_like_a_report_is_an_ordinary_line(
     record = _run(session, spec)
     assert record.status is JobStatus.COMPLETED, record.failure_reason
     assert record.final_metrics == {"train:loss": 0.5}
+
+
+def test_parallel_trials_run_their_scripts_on_a_share_of_the_cores(
+    session: Session, tmp_path: Path
+) -> None:
+    (tmp_path / "job.py").write_text(
+        "import os\n"
+        "from scaletune.reporting import report\n"
+        "report(1, threads=float(os.environ.get('OMP_NUM_THREADS', '0')), loss=1.0)\n"
+    )
+    spec = tuning_spec_from_dict(
+        {
+            "objective_metric": "loss",
+            "objective_type": "Minimize",
+            "strategy": "Random",
+            "max_jobs": 2,
+            "max_parallel_jobs": 2,
+            "ranges": {"rate": {"type": "Continuous", "min_value": 0.1, "max_value": 1.0}},
+            "training": {
+                "algorithm": "script",
+                "instance_count": 1,
+                "script": {"entry_point": "job.py", "source_dir": str(tmp_path)},
+            },
+        }
+    )
+    controller = TuningController(session.controller)
+    tuning_id = controller.create(spec)
+    controller.run(tuning_id, spec)
+    # Two one-worker trials at once: half the cores each, unless the user's environment says.
+    expected = float(os.environ.get("OMP_NUM_THREADS") or max(1, (os.cpu_count() or 1) // 2))
+    trials = session.store.training_jobs_of(tuning_id)
+    assert [t.status for t in trials] == [JobStatus.COMPLETED] * 2, trials[0].failure_reason
+    for trial in trials:
+        assert [p.value for p in session.store.metrics(trial.id, "threads")] == [expected]

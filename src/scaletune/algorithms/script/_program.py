@@ -188,6 +188,9 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
 def _environment(ctx: WorkerContext, script: ScriptSpec, folder: Path) -> dict[str, str]:
     task = ctx.task
     rendezvous = task.rendezvous
@@ -219,6 +222,12 @@ def _environment(ctx: WorkerContext, script: ScriptSpec, folder: Path) -> dict[s
     (folder / "tmp").mkdir()
     environment.update(_checkpoint_variables(ctx, folder / "checkpoint"))
     environment.update(_tracker_variables(ctx))
+    if task.concurrent_workers is not None:
+        # One of a tuning job's parallel trials: its math libraries (OpenMP, as torch and
+        # XGBoost use it; BLAS) on its share of the cores, as the built-in algorithms run,
+        # unless the user's environment names a number itself.
+        for name in THREAD_VARIABLES:
+            environment.setdefault(name, str(ctx.threads))
     environment["SCALETUNE_SHARD_INDEX"] = str(ctx.rank)
     environment["SCALETUNE_SHARD_COUNT"] = str(ctx.world_size)
     role = _role(ctx)
