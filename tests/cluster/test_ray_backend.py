@@ -296,3 +296,23 @@ def test_a_tensorflow_parameter_server_job_places_every_task_as_an_actor(
     logs = [(Path(record.log_dir or "") / f"worker-{rank}.log").read_text() for rank in range(4)]
     assert '"type": "chief"' in logs[0] and "serving as ps 0" in logs[3]
     assert record.billable_seconds == pytest.approx(4 * (record.wall_seconds or 0))
+
+
+def test_a_tuning_jobs_thread_share_holds_on_this_machine_but_not_on_a_running_cluster(
+    ray_session: Session, ray_backend: RayBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def told() -> list[float]:
+        job = dataclasses.replace(
+            ray_session.controller.prepare(_spec()),
+            algorithm=_ProgramOverride(programs.report_thread_share),
+            concurrent_workers=6,  # as a tuning job's runner says: 2 trials of 3 at once
+        )
+        record = ray_session.controller.run(job)
+        assert record.status is JobStatus.COMPLETED, record.failure_reason
+        return [p.value for p in ray_session.store.metrics(record.id, "concurrent_workers")]
+
+    assert told() == [6]  # Ray started here: every worker on this machine's cores
+    # As a backend given an address is (a second backend here would wait for the first's
+    # warm workers): nodes of unknown size, so each job's workers share theirs as if alone.
+    monkeypatch.setattr(ray_backend, "_one_machine", False)
+    assert told() == [0]
