@@ -38,9 +38,10 @@ def test_tune_show_analytics_and_list(
 ) -> None:
     file = tmp_path / "tuning.toml"
     file.write_text(TUNING)
-    code, out, _ = _cli(capsys, "tune", str(file), "--json", "--set", "max_jobs=3")
+    code, out, err = _cli(capsys, "tune", str(file), "--json", "--set", "max_jobs=3")
     assert code == 0
-    summary = json.loads(out)
+    summary = json.loads(out)  # the note below goes to stderr: stdout stays one object
+    assert err.count("note: Hyperband's first rung is round 1, where validation:auc") == 1
     assert (summary["status"], summary["strategy"]) == ("Completed", "Hyperband")
     assert sum(summary["job_counts"].values()) == 3
     assert summary["best_training_job"].startswith(summary["id"])

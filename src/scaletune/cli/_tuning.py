@@ -66,10 +66,12 @@ def tune(
     """Run a tuning job: every trial is a distributed training job."""
     from scaletune.api import Session
     from scaletune.spec import load_tuning_spec
-    from scaletune.tuning import TuningController
+    from scaletune.tuning import TuningController, notices
 
     chosen = [f"training.cluster.backend={backend}"] if backend else []
     spec = load_tuning_spec(file, [*(overrides or ()), *chosen])
+    for line in notices(spec):  # on stderr: --json's stdout stays one object
+        err.print(line, highlight=False, soft_wrap=True)
     workers = _backend(spec, ray_address)
     with contextlib.closing(workers), Session(store, backend=workers) as session:
         tuner = TuningController(session.controller)

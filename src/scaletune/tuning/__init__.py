@@ -9,6 +9,7 @@ from scaletune._lazy import lazy_names
 
 if TYPE_CHECKING:
     from scaletune.tuning._hyperband import HyperbandScheduler, hyperband_brackets
+    from scaletune.tuning._notices import notices
     from scaletune.tuning._schedulers import (
         Decision,
         FIFOScheduler,
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 _WHERE = {
     "HyperbandScheduler": "_hyperband",
     "hyperband_brackets": "_hyperband",
+    "notices": "_notices",
     "Decision": "_schedulers",
     "FIFOScheduler": "_schedulers",
     "MedianStoppingScheduler": "_schedulers",
@@ -93,6 +95,7 @@ __all__ = [
     "hyperband_brackets",
     "make_scheduler",
     "make_searcher",
+    "notices",
     "random_searcher",
     "summarize",
     "target_view",

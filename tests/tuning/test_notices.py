@@ -1,0 +1,63 @@
+"""Lines a tuning job's settings earn before it runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from scaletune.spec import tuning_spec_from_dict
+from scaletune.tuning import notices
+
+
+def _spec(**changes: Any) -> Any:
+    channel = {"dataset": "breast-cancer"}
+    raw: dict[str, Any] = {
+        "objective_metric": "validation:auc",
+        "strategy": "Hyperband",
+        "max_jobs": 4,
+        "hyperband": {"min_resource": 1, "max_resource": 27},
+        "ranges": {
+            "eta": {"type": "Continuous", "min_value": 0.01, "max_value": 1},
+            "max_depth": {"type": "Integer", "min_value": 1, "max_value": 8},
+        },
+        "training": {
+            "algorithm": "xgboost",
+            "hyperparameters": {"num_round": 27, "eval_metric": "auc"},
+            "channels": {"train": channel, "validation": channel},
+        },
+    }
+    raw.update(changes)
+    return tuning_spec_from_dict(raw)
+
+
+def test_a_first_rung_at_round_one_that_cannot_rank_eta_is_named() -> None:
+    (line,) = notices(_spec())
+    assert line.startswith("note: Hyperband's first rung is round 1, where validation:auc is")
+    assert "hyperband.min_resource = 2 or more" in line
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"hyperband": {"min_resource": 2, "max_resource": 27}},  # eta counts from round 2
+        {  # logloss reads the scores themselves, which eta scales
+            "objective_metric": "validation:logloss",
+            "objective_type": "Minimize",
+            "training": {
+                "algorithm": "xgboost",
+                "hyperparameters": {"num_round": 27, "eval_metric": "logloss"},
+                "channels": {
+                    "train": {"dataset": "breast-cancer"},
+                    "validation": {"dataset": "breast-cancer"},
+                },
+            },
+        },
+        {"ranges": {"max_depth": {"type": "Integer", "min_value": 1, "max_value": 8}}},
+        {"strategy": "Random", "hyperband": None},  # no rungs
+    ],
+)
+def test_settings_where_round_one_can_rank_every_tuned_range_earn_no_note(
+    changes: dict[str, Any],
+) -> None:
+    assert notices(_spec(**changes)) == []
