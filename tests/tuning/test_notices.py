@@ -61,3 +61,20 @@ def test_settings_where_round_one_can_rank_every_tuned_range_earn_no_note(
     changes: dict[str, Any],
 ) -> None:
     assert notices(_spec(**changes)) == []
+
+
+def test_the_note_holds_xgboosts_auc_at_round_one_is_the_same_for_every_eta() -> None:
+    import xgboost as xgb
+    from sklearn.datasets import load_breast_cancer
+
+    features, labels = load_breast_cancer(return_X_y=True)
+    train = xgb.DMatrix(features[:400], label=labels[:400])
+    validation = xgb.DMatrix(features[400:], label=labels[400:])
+    curves = []
+    for eta in (0.01, 0.3, 0.9):
+        seen: dict[str, Any] = {}
+        params = {"objective": "binary:logistic", "eval_metric": "auc", "eta": eta}
+        xgb.train(params, train, 3, evals=[(validation, "v")], evals_result=seen)
+        curves.append(seen["v"]["auc"])
+    assert len({curve[0] for curve in curves}) == 1  # round 1: one AUC for every eta
+    assert len({curve[2] for curve in curves}) == 3  # by round 3 eta tells them apart
