@@ -1,10 +1,12 @@
-"""A simulated Hyperband tuning job of any size, for tests that need many stored trials."""
+"""Simulated tuning jobs of any size, and a small one ranked by hand, for tests that need stored
+trials."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from scaletune.simulation import Curve, CurvePoint, simulate_tuning
 from scaletune.spec import tuning_spec_from_dict
@@ -69,3 +71,39 @@ def late_mean_x(folder: Path, searcher: str, *, trials: int = 120) -> float:
         xs = [float(t.hyperparameters["x"]) for t in store.training_jobs_of(record.id)]
     assert not any(math.isnan(x) for x in xs)
     return sum(xs[trials // 2 :]) / (trials - trials // 2)
+
+
+# x -> (step, accuracy) reports. At step 1 the winner is second, one place short of being kept;
+# from step 3 on the order is the end's. x=3 reports only at steps 2, 4 and 9: a rung takes
+# the first report at or past it, before the next rung.
+HAND_CURVES = {
+    0: [(1, 0.9), (3, 0.5), (9, 0.1)],
+    1: [(1, 0.7), (3, 0.6), (9, 0.2)],
+    2: [(1, 0.8), (3, 0.8), (9, 0.9)],  # the winner
+    3: [(2, 0.6), (4, 0.7), (9, 0.3)],
+}
+
+
+class HandCurves:
+    def __init__(self, sign: float) -> None:
+        self._sign = sign  # -1: the same curves as a loss
+
+    def curve(self, hyperparameters: Mapping[str, object], instance_count: int) -> Curve:
+        reports = HAND_CURVES[int(hyperparameters["x"])]  # type: ignore[call-overload]
+        points = [CurvePoint(step, float(step), {"score": self._sign * v}) for step, v in reports]
+        return Curve(points, full_resource=9)
+
+
+def hand_ranked_job(store: Store, objective_type: str = "Maximize") -> TuningJobRecord:
+    spec: dict[str, Any] = {
+        "objective_metric": "score",
+        "objective_type": objective_type,
+        "strategy": "Grid",
+        "max_jobs": 4,
+        "max_parallel_jobs": 2,
+        "ranges": {"x": {"type": "Integer", "min_value": 0, "max_value": 3}},
+        "training": {"algorithm": "script", "script": {"entry_point": "hand"}},
+    }
+    """Grid search over x = 0..3 on CURVES (as a loss with "Minimize")."""
+    sign = 1.0 if objective_type == "Maximize" else -1.0
+    return simulate_tuning(tuning_spec_from_dict(spec), HandCurves(sign), store)

@@ -90,6 +90,11 @@ def test_analytics_needs_pandas_and_nothing_heavier(tuned: tuple[Path, str]) -> 
     assert len(csv.read_text().splitlines()) == 1 + 12
 
 
+def test_rungs_need_scipy_and_nothing_heavier(tuned: tuple[Path, str]) -> None:
+    loaded = _loaded(tuned[0], "tuning", "rungs", tuned[1], "--json")
+    assert loaded & (HEAVY | {"pydantic"}) == {"scipy"}  # its Kendall's tau
+
+
 def test_jobs_list_pages_through_a_tuning_jobs_trials(
     tuned: tuple[Path, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -166,6 +166,36 @@ def test_replay_runs_a_stored_tuning_job_again_with_another_strategy(
     assert code == 2 and "nope" in err
 
 
+def test_tuning_rungs_tells_which_first_rung_keeps_the_winner(
+    store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from scaletune.api import Session
+    from tests.simulated import hand_ranked_job
+
+    with Session(store_path) as session:
+        tuning_id = hand_ranked_job(session.store).id
+    code, out, _ = _cli(capsys, "tuning", "rungs", tuning_id)
+    assert code == 0
+    rows = [line.split() for line in out.splitlines()]
+    assert ["1", "4", "4", "-0.33", "2", "no"] in rows
+    assert ["3", "4", "4", "+1.00", "1", "yes"] in rows
+    said = " ".join(out.split())  # the lines below the table wrap at 80 columns
+    assert (
+        f"winner: {tuning_id}-" in said
+        and "(score 0.9 at step 9, of 4 trials that ran to their end)" in said
+    )
+    assert "rungs before 3 would have dropped the winner; min_resource = 3 would have" in said
+    code, out, _ = _cli(capsys, "tuning", "rungs", tuning_id, "--min-resource", "3", "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert [rung["resource"] for rung in report["rungs"]] == [3]
+    assert report["safe_first_rung"] == 3
+    code, _, err = _cli(capsys, "tuning", "rungs", tuning_id, "--eta", "1")
+    assert code == 2 and "--eta" in err
+    code, _, err = _cli(capsys, "tuning", "rungs", "nope")
+    assert code == 2 and "nope" in err and len(err.strip().splitlines()) == 1
+
+
 def test_tuning_show_prints_the_pareto_front_and_the_target(
     store_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

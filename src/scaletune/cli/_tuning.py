@@ -264,6 +264,67 @@ def tuning_analytics(
         out.print(frame.to_string(index=False))
 
 
+@tuning_app.command("rungs")
+def tuning_rungs(
+    tuning_id: str,
+    min_resource: Annotated[
+        int | None,
+        typer.Option(min=1, help="The first rung (default: the job's [hyperband], else 1)."),
+    ] = None,
+    eta: Annotated[
+        int | None,
+        typer.Option(min=2, help="Rungs eta times apart (default: the job's, else 3)."),
+    ] = None,
+    json_output: JsonOption = False,
+    store: StoreOption = None,
+) -> None:
+    """How well each rung's ranking foretells the final one: Kendall's tau and where the
+    winner ranked there. Run it on a search without early stopping to pick min_resource."""
+    from scaletune.tuning import rung_agreement
+
+    with open_store(store) as records:
+        report = rung_agreement(records, tuning_id, min_resource=min_resource, eta=eta)
+    if json_output:
+        print_json(report.to_json_dict())
+        return
+    keep = f"kept (top 1/{report.eta})"
+    print_table(
+        out,
+        ["rung", "trials", "to the end", "Kendall tau", "winner's rank", keep],
+        (
+            [
+                str(rung.resource),
+                str(rung.trials),
+                str(rung.pairs),
+                "-" if rung.kendall_tau is None else f"{rung.kendall_tau:+.2f}",
+                "-" if rung.winner_rank is None else str(rung.winner_rank),
+                {True: "yes", False: "no", None: "-"}[rung.keeps_winner],
+            ]
+            for rung in report.rungs
+        ),
+        right={"rung", "trials", "to the end", "Kendall tau", "winner's rank"},
+    )
+    if report.winner is None:
+        out.print(f"No trial that ran to its end reported {report.metric}.")
+        return
+    out.print(
+        f"winner: {report.winner} ({report.metric} {report.winner_value:.6g} at step "
+        f"{report.winner_step}, of {report.finished} trials that ran to their end)"
+    )
+    safe = report.safe_first_rung
+    if not report.rungs:
+        out.print(f"No rung from {report.min_resource} below step {report.max_resource}.")
+    elif safe is None:
+        out.print("In hindsight, every rung's cut would have dropped the winner.")
+    elif safe == report.min_resource:
+        out.print("In hindsight, every rung kept the winner.")
+    else:
+        out.print(
+            f"In hindsight, rungs before {safe} would have dropped the winner; "
+            f"min_resource = {safe} would have kept it at every rung."
+        )
+
+
 @tuning_app.command("stop")
 def tuning_stop(tuning_id: str, store: StoreOption = None) -> None:
     """Stop a tuning job: its running training jobs are stopped, no new ones start."""

@@ -10,6 +10,7 @@ from scaletune._lazy import lazy_names
 if TYPE_CHECKING:
     from scaletune.tuning._hyperband import HyperbandScheduler, hyperband_brackets
     from scaletune.tuning._notices import notices
+    from scaletune.tuning._rungs import RungAgreement, RungReport, rung_agreement
     from scaletune.tuning._schedulers import (
         Decision,
         FIFOScheduler,
@@ -42,6 +43,9 @@ _WHERE = {
     "HyperbandScheduler": "_hyperband",
     "hyperband_brackets": "_hyperband",
     "notices": "_notices",
+    "RungAgreement": "_rungs",
+    "RungReport": "_rungs",
+    "rung_agreement": "_rungs",
     "Decision": "_schedulers",
     "FIFOScheduler": "_schedulers",
     "MedianStoppingScheduler": "_schedulers",
@@ -78,6 +82,8 @@ __all__ = [
     "HyperbandScheduler",
     "MedianStoppingScheduler",
     "OptunaSearcher",
+    "RungAgreement",
+    "RungReport",
     "Scheduler",
     "Searcher",
     "Suggestion",
@@ -97,6 +103,7 @@ __all__ = [
     "make_searcher",
     "notices",
     "random_searcher",
+    "rung_agreement",
     "summarize",
     "target_view",
     "trial_marks",

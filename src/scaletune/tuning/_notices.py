@@ -26,6 +26,8 @@ def notices(spec: TuningJobSpec) -> list[str]:
         return [
             f"note: Hyperband's first rung is round 1, where {spec.objective_metric} is the "
             "same for every eta (the first tree does not depend on it): the rung ranks trials "
-            "by their other settings alone; hyperband.min_resource = 2 or more lets eta count"
+            "by their other settings alone; hyperband.min_resource = 2 or more lets eta count "
+            "(`scaletune tuning rungs` on a search run to the end shows which rung keeps its "
+            "winner)"
         ]
     return []

@@ -1,0 +1,159 @@
+"""How well each rung's ranking foretells the final one, in hindsight: whether early stopping
+at that rung can be trusted on this job.
+
+Hyperband judges a trial at rungs (min_resource * eta**k below max_resource) and keeps
+the best max(1, n // eta) of the n trials there. That pays only when the ranking at a rung
+predicts the ranking at the end. Where it does not (round 1 of XGBoost ranks no learning rate
+by AUC: the first tree's output is scaled by eta, and AUC only sees the order), the rung ranks
+by the other ranges alone and stops the eventual winner as readily as any other.
+
+For each rung, read from the stored learning curves of the job's objective (the first one,
+with several), a trial's final value being its last report if it ran to its end (Completed):
+- Kendall's tau-b between the values there and the final ones, over the trials that have
+  both (1: the rung ranks them as the end does; 0: no better than chance);
+- where the final winner ranked among every trial that reported at the rung, and whether it
+  is among the best max(1, n // eta) that successive halving keeps.
+
+A trial's value at a rung is its first report at or past the rung, and before the next one
+(as a scheduler judges it). On a search that ran every trial to the end, this tells which
+first rung a Hyperband job of the same kind could use. On a Hyperband job it can only see the
+trials that its rungs let run to the end, so it flatters them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from scaletune.errors import InvalidInputError
+from scaletune.store import JobStatus, MetricPoint, Store
+from scaletune.tuning._objectives import Goals
+
+DEFAULT_MIN_RESOURCE = 1
+DEFAULT_ETA = 3
+
+
+@dataclass(frozen=True)
+class RungAgreement:
+    resource: int
+    trials: int  # trials that reported at this rung
+    pairs: int  # of them, those with a final value
+    kendall_tau: float | None  # None with fewer than 2 pairs, or no spread on either side
+    winner_rank: int | None  # 1 = best; None when the winner has no value at this rung
+    keeps_winner: bool | None  # the winner among the best max(1, trials // eta)
+
+
+@dataclass(frozen=True)
+class RungReport:
+    tuning_job_id: str
+    metric: str
+    maximize: bool
+    min_resource: int
+    max_resource: int  # the rungs sit below it
+    eta: int
+    finished: int  # trials that ran to their end (Completed): their last value is final
+    winner: str | None  # of those, the one with the best final value
+    winner_value: float | None
+    winner_step: int | None  # where it ended
+    rungs: list[RungAgreement]
+
+    @property
+    def safe_first_rung(self) -> int | None:
+        """The lowest rung from which on every rung keeps the winner: the smallest
+        min_resource that, in hindsight, would not have stopped it. None when even the last
+        rung drops it or there is no winner."""
+        safe = None
+        for rung in reversed(self.rungs):
+            if not rung.keeps_winner:
+                break
+            safe = rung.resource
+        return safe
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            **{key: value for key, value in asdict(self).items() if key != "rungs"},
+            "safe_first_rung": self.safe_first_rung,
+            "rungs": [asdict(rung) for rung in self.rungs],
+        }
+
+
+def rung_agreement(
+    store: Store,
+    tuning_id: str,
+    *,
+    min_resource: int | None = None,
+    eta: int | None = None,
+) -> RungReport:
+    """Each rung's agreement with the end (module doc). The rungs are the job's own
+    ([hyperband]) unless given; a job without them gets min_resource 1 and eta 3. They sit
+    below [hyperband]'s max_resource, else below the longest finished curve's last step."""
+    record = store.get_tuning_job(tuning_id)
+    objective = Goals.of_record(record.spec).objectives[0]
+    hyperband = record.spec.get("hyperband") or {}
+    first = _given(min_resource, hyperband.get("min_resource"), DEFAULT_MIN_RESOURCE)
+    factor = _given(eta, hyperband.get("eta"), DEFAULT_ETA)
+    if first < 1:
+        raise InvalidInputError(f"min_resource must be 1 or more (got {first})")
+    if factor < 2:
+        raise InvalidInputError(f"eta must be 2 or more (got {factor})")
+    curves = {
+        job: [p for p in points if math.isfinite(p.value)]
+        for job, points in store.trials.curves(tuning_id, objective.metric).items()
+    }
+    completed = store.trials.rows(tuning_id, statuses=[JobStatus.COMPLETED])
+    ends = {row.id: curves[row.id][-1] for row in completed if curves.get(row.id)}
+    finals = {job: point.value for job, point in ends.items()}
+    top = hyperband.get("max_resource") or max((p.step for p in ends.values()), default=0)
+    rungs: list[int] = []
+    while first * factor ** len(rungs) < top:
+        rungs.append(first * factor ** len(rungs))
+    sign = 1.0 if objective.maximize else -1.0
+    winner = max(finals, key=lambda job: sign * finals[job], default=None)
+    agreements = []
+    for rung, following in zip(rungs, [*rungs[1:], top], strict=True):
+        values = {
+            job: value
+            for job, points in curves.items()
+            if (value := _first_at(points, rung, following)) is not None
+        }
+        paired = [(values[job], finals[job]) for job in values if job in finals]
+        rank = keeps = None
+        if winner in values:
+            rank = 1 + sum(sign * value > sign * values[winner] for value in values.values())
+            keeps = rank <= max(1, len(values) // factor)
+        agreements.append(
+            RungAgreement(rung, len(values), len(paired), _kendall_tau(paired), rank, keeps)
+        )
+    return RungReport(
+        tuning_job_id=tuning_id,
+        metric=objective.metric,
+        maximize=objective.maximize,
+        min_resource=first,
+        max_resource=top,
+        eta=factor,
+        finished=len(finals),
+        winner=winner,
+        winner_value=None if winner is None else finals[winner],
+        winner_step=None if winner is None else ends[winner].step,
+        rungs=agreements,
+    )
+
+
+def _given(*choices: int | None) -> int:
+    return next(int(choice) for choice in choices if choice is not None)
+
+
+def _first_at(points: list[MetricPoint], rung: int, following: int) -> float | None:
+    """The first value reported at or past `rung`, before `following`."""
+    return next((p.value for p in points if rung <= p.step < following), None)
+
+
+def _kendall_tau(pairs: list[tuple[float, float]]) -> float | None:
+    if len(pairs) < 2:
+        return None
+    from scipy.stats import kendalltau  # O(n log n); loads only for this report
+
+    early, final = zip(*pairs, strict=True)
+    tau = float(kendalltau(early, final).statistic)
+    return None if math.isnan(tau) else tau

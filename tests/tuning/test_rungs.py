@@ -1,0 +1,73 @@
+"""Each rung's agreement with the end, worked out by hand on four stored learning curves."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scaletune.errors import InvalidInputError
+from scaletune.store import Store
+from scaletune.tuning import rung_agreement
+from tests.simulated import hand_ranked_job, simulated_tuning
+
+
+@pytest.mark.parametrize("objective_type", ["Maximize", "Minimize"])
+def test_a_worked_example(tmp_path: Path, objective_type: str) -> None:
+    with Store(f"sqlite:///{tmp_path / 's.db'}") as store:
+        record = hand_ranked_job(store, objective_type)
+        report = rung_agreement(store, record.id)
+        winner = next(
+            t.id for t in store.training_jobs_of(record.id) if t.hyperparameters["x"] == 2
+        )
+    assert (report.min_resource, report.eta, report.max_resource) == (1, 3, 9)
+    assert (report.finished, report.winner, report.winner_step) == (4, winner, 9)
+    assert report.winner_value == pytest.approx(0.9 if objective_type == "Maximize" else -0.9)
+    first, second = report.rungs
+    # Step 1 (x=3 from its step-2 report): 0.9, 0.7, 0.8, 0.6; the end: 0.1, 0.2, 0.9, 0.3.
+    # Of the 6 pairs, (1, 2) and (2, 3) are ordered alike: tau = (2 - 4) / 6. The winner is
+    # second, and 4 // 3 = 1 is kept.
+    assert (first.resource, first.trials, first.pairs) == (1, 4, 4)
+    assert first.kendall_tau == pytest.approx(-2 / 6)
+    assert (first.winner_rank, first.keeps_winner) == (2, False)
+    # Step 3 (x=3 from step 4): 0.5, 0.6, 0.8, 0.7: the end's order.
+    assert (second.resource, second.trials, second.pairs) == (3, 4, 4)
+    assert second.kendall_tau == pytest.approx(1.0)
+    assert (second.winner_rank, second.keeps_winner) == (1, True)
+    assert report.safe_first_rung == 3
+    assert report.to_json_dict()["safe_first_rung"] == 3
+
+
+def test_rungs_given_override_the_default(tmp_path: Path) -> None:
+    with Store(f"sqlite:///{tmp_path / 's.db'}") as store:
+        record = hand_ranked_job(store)
+        report = rung_agreement(store, record.id, min_resource=2, eta=2)
+        with pytest.raises(InvalidInputError, match=r"eta must be 2 or more \(got 1\)"):
+            rung_agreement(store, record.id, eta=1)
+        with pytest.raises(InvalidInputError, match=r"min_resource must be 1 or more \(got 0\)"):
+            rung_agreement(store, record.id, min_resource=0)
+    # Rungs 2 and 4 (8 would be before 9 too, but no trial reports between 8 and 9). Step 2
+    # takes x=0..2's step-3 values and x=3's step-2 one: 0.5, 0.6, 0.8, 0.6.
+    assert [rung.resource for rung in report.rungs] == [2, 4, 8]
+    assert [rung.trials for rung in report.rungs] == [4, 1, 0]
+    assert report.rungs[0].winner_rank == 1
+    assert report.rungs[1].kendall_tau is None  # one pair
+    assert report.rungs[2].keeps_winner is None  # the winner has no value there
+    assert report.safe_first_rung is None
+
+
+def test_a_hyperband_jobs_own_rungs(tmp_path: Path) -> None:
+    """On a simulated Hyperband job whose curves keep their order (accuracy grows with x at
+    every step), every rung agrees with the end and keeps the winner."""
+    with Store(f"sqlite:///{tmp_path / 's.db'}") as store:
+        record = simulated_tuning(store, 40)
+        report = rung_agreement(store, record.id)
+    assert (report.min_resource, report.eta, report.max_resource) == (1, 3, 9)
+    assert [rung.resource for rung in report.rungs] == [1, 3]
+    assert report.rungs[0].trials == 40  # every trial reports at step 1
+    assert 2 <= report.finished < 40  # only the trials Hyperband let run
+    for rung in report.rungs:
+        assert rung.pairs == report.finished
+        assert rung.kendall_tau == pytest.approx(1.0)
+        assert rung.winner_rank == 1
+    assert report.safe_first_rung == 1
