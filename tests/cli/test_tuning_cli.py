@@ -190,6 +190,10 @@ def test_tuning_rungs_tells_which_first_rung_keeps_the_winner(
     report = json.loads(out)
     assert [rung["resource"] for rung in report["rungs"]] == [3]
     assert report["safe_first_rung"] == 3
+    code, out, _ = _cli(capsys, "tuning", "rungs", tuning_id, "--eta", "8")
+    assert code == 0
+    said = " ".join(out.split())
+    assert "even the last rung that judged the winner (1) would have dropped it" in said
     code, _, err = _cli(capsys, "tuning", "rungs", tuning_id, "--eta", "1")
     assert code == 2 and "--eta" in err
     code, _, err = _cli(capsys, "tuning", "rungs", "nope")

@@ -53,7 +53,12 @@ def test_rungs_given_override_the_default(tmp_path: Path) -> None:
     assert report.rungs[0].winner_rank == 1
     assert report.rungs[1].kendall_tau is None  # one pair
     assert report.rungs[2].keeps_winner is None  # the winner has no value there
-    assert report.safe_first_rung is None
+    assert (report.safe_first_rung, report.last_judging_rung) == (2, 2)  # rungs 4, 8 judge none
+    with Store(f"sqlite:///{tmp_path / 's.db'}") as store:
+        wide = rung_agreement(store, record.id, eta=8)
+    # Rungs 1 and 8; the winner is second at 1, where 4 // 8 keeps one, and has no value at 8.
+    assert [(rung.resource, rung.keeps_winner) for rung in wide.rungs] == [(1, False), (8, None)]
+    assert (wide.safe_first_rung, wide.last_judging_rung) == (None, 1)
 
 
 def test_a_hyperband_jobs_own_rungs(tmp_path: Path) -> None:

@@ -314,8 +314,13 @@ def tuning_rungs(
     safe = report.safe_first_rung
     if not report.rungs:
         out.print(f"No rung from {report.min_resource} below step {report.max_resource}.")
+    elif report.last_judging_rung is None:
+        out.print("No rung judged the winner: it reported in none of their spans.")
     elif safe is None:
-        out.print("In hindsight, every rung's cut would have dropped the winner.")
+        out.print(
+            f"In hindsight, even the last rung that judged the winner ({report.last_judging_rung})"
+            " would have dropped it."
+        )
     elif safe == report.min_resource:
         out.print("In hindsight, every rung kept the winner.")
     else:

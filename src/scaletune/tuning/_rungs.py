@@ -60,15 +60,23 @@ class RungReport:
 
     @property
     def safe_first_rung(self) -> int | None:
-        """The lowest rung from which on every rung keeps the winner: the smallest
-        min_resource that, in hindsight, would not have stopped it. None when even the last
-        rung drops it or there is no winner."""
+        """The lowest rung from which on no rung drops the winner: the smallest min_resource
+        that, in hindsight, would not have stopped it. A rung where the winner has no value
+        (it ended before it, or reported nothing in its span) does not judge it. None when
+        the last rung that judges it drops it, or none judges it."""
         safe = None
         for rung in reversed(self.rungs):
-            if not rung.keeps_winner:
+            if rung.keeps_winner is False:
                 break
-            safe = rung.resource
+            if rung.keeps_winner:
+                safe = rung.resource
         return safe
+
+    @property
+    def last_judging_rung(self) -> int | None:
+        """The highest rung where the winner has a value."""
+        judged = [rung.resource for rung in self.rungs if rung.keeps_winner is not None]
+        return judged[-1] if judged else None
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
