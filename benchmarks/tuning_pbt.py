@@ -160,9 +160,11 @@ def _ray_member(config: dict[str, Any], data: dict[str, np.ndarray]) -> None:
         for group in optimizer.param_groups:
             group.update(lr=config["learning_rate"], momentum=config["momentum"])
         epoch = state["epoch"]
-    generator = torch.Generator().manual_seed(config["seed"])
     while epoch < config["epochs"]:
         epoch += 1
+        # The order is a function of (seed, epoch), as scaletune's is: a copy that takes a
+        # donor's checkpoint at epoch k goes on with epoch k + 1's order, not epoch 1's.
+        generator = torch.Generator().manual_seed(config["seed"] * 1_000_003 + epoch)
         order = torch.randperm(len(labels), generator=generator)
         for start in range(0, len(labels), BATCH):
             rows = order[start : start + BATCH]
