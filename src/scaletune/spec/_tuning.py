@@ -49,11 +49,12 @@ HyperbandSearcher = Literal["Random", "Bayesian", "BOHB", "LastValueTPE"]
 
 def default_searcher(multi_objective: bool) -> HyperbandSearcher:
     """Hyperband's proposals when the spec names none. LastValueTPE with one objective: on
-    all 34 LCBench tasks x 20 seeds it has the lowest mean regret at every checkpoint (level
-    with Syne Tune's BOHB at the end) and beats random proposals at each with 95 %
-    confidence; on the reference's bank job, +0.0015 [+0.0001, +0.0032] AUC over random
-    proposals over 30 seeds (benchmarks/results/tuning_lcbench_all_pooled.md,
-    tuning_reference_searchers.md). Its model fits one objective: Random with several."""
+    all 34 LCBench tasks x 10 held-out seeds it has the lowest mean regret at every checkpoint
+    (level with Syne Tune's BOHB at the end), ahead of every peer at 25 and 50 % of the budget
+    and of random proposals at each checkpoint, with 95 % confidence; on the reference's bank
+    job, +0.0015 [+0.0001, +0.0032] AUC over random proposals over 30 seeds
+    (benchmarks/results/tuning_lcbench_all_seeds30to39.md, tuning_reference_searchers.md).
+    Its model fits one objective: Random with several."""
     return "Random" if multi_objective else "LastValueTPE"
 
 
