@@ -148,7 +148,8 @@ The issue's goal for the default: no lower AUC than the full search at <= 0.25x 
 {_frontier(results)}
 
 Why: how well each rung's ranking of the {args.max_jobs} configurations foretells their
-ranking at round 200, on each seed's full search (`scaletune tuning rungs`): Kendall's tau-b,
+final ranking (each trial's AUC at its last round: num_round is one of the ranges), on each
+seed's full search (`scaletune tuning rungs`): Kendall's tau-b,
 where the winner (the best final AUC) ranks there, and the seeds on which it is among the
 best {args.max_jobs // 3} that a rung with eta 3 keeps. Per seed in the JSON.
 

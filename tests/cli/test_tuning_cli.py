@@ -184,12 +184,14 @@ def test_tuning_rungs_tells_which_first_rung_keeps_the_winner(
         f"winner: {tuning_id}-" in said
         and "(score 0.9 at step 9, of 4 trials that ran to their end)" in said
     )
-    assert "rungs before 3 would have dropped the winner; min_resource = 3 would have" in said
+    assert "the winner would have been dropped at rung 1; min_resource = 3 would have" in said
     code, out, _ = _cli(capsys, "tuning", "rungs", tuning_id, "--min-resource", "3", "--json")
     assert code == 0
     report = json.loads(out)
     assert [rung["resource"] for rung in report["rungs"]] == [3]
     assert report["safe_first_rung"] == 3
+    code, out, _ = _cli(capsys, "tuning", "rungs", tuning_id, "--min-resource", "3")
+    assert code == 0 and "every rung that judged the winner kept it" in " ".join(out.split())
     code, out, _ = _cli(capsys, "tuning", "rungs", tuning_id, "--eta", "8")
     assert code == 0
     said = " ".join(out.split())

@@ -321,12 +321,12 @@ def tuning_rungs(
             f"In hindsight, even the last rung that judged the winner ({report.last_judging_rung})"
             " would have dropped it."
         )
-    elif safe == report.min_resource:
-        out.print("In hindsight, every rung kept the winner.")
+    elif not (dropped := [str(r.resource) for r in report.rungs if r.keeps_winner is False]):
+        out.print("In hindsight, every rung that judged the winner kept it.")
     else:
         out.print(
-            f"In hindsight, rungs before {safe} would have dropped the winner; "
-            f"min_resource = {safe} would have kept it at every rung."
+            f"In hindsight, the winner would have been dropped at rung{'s' * (len(dropped) > 1)} "
+            f"{', '.join(dropped)}; min_resource = {safe} would have kept it at every rung."
         )
 
 
