@@ -95,6 +95,7 @@ class HandCurves:
 
 
 def hand_ranked_job(store: Store, objective_type: str = "Maximize") -> TuningJobRecord:
+    """Grid search over x = 0..3 on HAND_CURVES (the same curves as a loss with "Minimize")."""
     spec: dict[str, Any] = {
         "objective_metric": "score",
         "objective_type": objective_type,
@@ -104,6 +105,5 @@ def hand_ranked_job(store: Store, objective_type: str = "Maximize") -> TuningJob
         "ranges": {"x": {"type": "Integer", "min_value": 0, "max_value": 3}},
         "training": {"algorithm": "script", "script": {"entry_point": "hand"}},
     }
-    """Grid search over x = 0..3 on CURVES (as a loss with "Minimize")."""
     sign = 1.0 if objective_type == "Maximize" else -1.0
     return simulate_tuning(tuning_spec_from_dict(spec), HandCurves(sign), store)

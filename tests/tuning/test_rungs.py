@@ -46,8 +46,8 @@ def test_rungs_given_override_the_default(tmp_path: Path) -> None:
             rung_agreement(store, record.id, eta=1)
         with pytest.raises(InvalidInputError, match=r"min_resource must be 1 or more \(got 0\)"):
             rung_agreement(store, record.id, min_resource=0)
-    # Rungs 2 and 4 (8 would be before 9 too, but no trial reports between 8 and 9). Step 2
-    # takes x=0..2's step-3 values and x=3's step-2 one: 0.5, 0.6, 0.8, 0.6.
+    # Rungs 2, 4 and 8, all below 9. Step 2 takes x=0..2's step-3 values and x=3's step-2 one:
+    # 0.5, 0.6, 0.8, 0.6. Only x=3 reports between 4 and 8 (at 4); no trial between 8 and 9.
     assert [rung.resource for rung in report.rungs] == [2, 4, 8]
     assert [rung.trials for rung in report.rungs] == [4, 1, 0]
     assert report.rungs[0].winner_rank == 1
