@@ -33,7 +33,13 @@ def simulated_tuning(store: Store, trials: int, *, seed: int = 0) -> TuningJobRe
             "name": "simulated",
             "objective_metric": "accuracy",
             "strategy": "Hyperband",
-            "hyperband": {"min_resource": 1, "max_resource": MAX_RESOURCE, "eta": 3},
+            # rungs 1 and 3 rank values (a forecast needs 4 reports: they would judge nothing)
+            "hyperband": {
+                "min_resource": 1,
+                "max_resource": MAX_RESOURCE,
+                "eta": 3,
+                "rank_by": "value",
+            },
             "max_jobs": trials,
             "max_parallel_jobs": 4,
             "seed": seed,
@@ -84,26 +90,41 @@ HAND_CURVES = {
 }
 
 
+# Two curves whose early values rank them against the end: a fast learner that levels off at
+# 0.70 and a slow one heading for 0.90 that stands below it to step 5 (pow3 curves, as a
+# forecast fits them), reported at every step to 27.
+SLOW_AND_FAST = {
+    0: [(step, 0.70 - 0.20 * step**-2.0) for step in range(1, 28)],
+    1: [(step, 0.90 - 0.50 * step**-0.5) for step in range(1, 28)],  # the winner
+}
+
+
 class HandCurves:
-    def __init__(self, sign: float) -> None:
+    def __init__(self, sign: float, curves: Mapping[int, list[tuple[int, float]]]) -> None:
         self._sign = sign  # -1: the same curves as a loss
+        self._curves = curves
 
     def curve(self, hyperparameters: Mapping[str, object], instance_count: int) -> Curve:
-        reports = HAND_CURVES[int(hyperparameters["x"])]  # type: ignore[call-overload]
+        reports = self._curves[int(hyperparameters["x"])]  # type: ignore[call-overload]
         points = [CurvePoint(step, float(step), {"score": self._sign * v}) for step, v in reports]
-        return Curve(points, full_resource=9)
+        return Curve(points, full_resource=reports[-1][0])
 
 
-def hand_ranked_job(store: Store, objective_type: str = "Maximize") -> TuningJobRecord:
-    """Grid search over x = 0..3 on HAND_CURVES (the same curves as a loss with "Minimize")."""
+def hand_ranked_job(
+    store: Store,
+    objective_type: str = "Maximize",
+    curves: Mapping[int, list[tuple[int, float]]] = HAND_CURVES,
+) -> TuningJobRecord:
+    """Grid search over x on `curves` (HAND_CURVES: x = 0..3; the same curves as a loss with
+    "Minimize")."""
     spec: dict[str, Any] = {
         "objective_metric": "score",
         "objective_type": objective_type,
         "strategy": "Grid",
-        "max_jobs": 4,
+        "max_jobs": len(curves),
         "max_parallel_jobs": 2,
-        "ranges": {"x": {"type": "Integer", "min_value": 0, "max_value": 3}},
+        "ranges": {"x": {"type": "Integer", "min_value": 0, "max_value": len(curves) - 1}},
         "training": {"algorithm": "script", "script": {"entry_point": "hand"}},
     }
     sign = 1.0 if objective_type == "Maximize" else -1.0
-    return simulate_tuning(tuning_spec_from_dict(spec), HandCurves(sign), store)
+    return simulate_tuning(tuning_spec_from_dict(spec), HandCurves(sign, curves), store)

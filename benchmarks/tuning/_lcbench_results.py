@@ -30,14 +30,23 @@ OURS = (
     "BOHB ASHA",
     "BOHB ASHA promotion",
     "LastValueTPE ASHA",
+    "LastValueTPE ASHA forecast",
     "Hyperband adaptive",
     "BOHB adaptive",
 )
 CONTROL = "scaletune HyperbandScheduler on Ray's draws (control)"
-# Hyperband with scaletune's default settings: one bracket, stopping, LastValueTPE proposals
-# (random ones, "ASHA", were the default before these measurements)
-DEFAULT = "LastValueTPE ASHA"
-RANDOM_PROPOSALS = "ASHA"  # the default's scheduler with random proposals
+# Hyperband with scaletune's default settings: one bracket, stopping, LastValueTPE proposals,
+# rungs ranking by forecast (before these measurements: random proposals, "ASHA", then
+# LastValueTPE with rungs ranking values)
+DEFAULT = "LastValueTPE ASHA forecast"
+VALUE_RANKED = "LastValueTPE ASHA"  # the default but for its rungs: each trial's value there
+RANDOM_PROPOSALS = "ASHA"  # VALUE_RANKED's scheduler with random proposals
+# What each part of the default adds: (a method, the same without that part, the part); each
+# with a bootstrap generator of its own, so that no row moves another's interval.
+ABLATIONS = (
+    (VALUE_RANKED, RANDOM_PROPOSALS, "the model", "random proposals instead", 1),
+    (DEFAULT, VALUE_RANKED, "ranking by forecast", "rungs ranking values instead", 2),
+)
 PEERS = (
     CONTROL,
     "Optuna TPE+HyperbandPruner",
@@ -98,8 +107,15 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
         )
         summary["methods"][method] = entry
     summary["comparisons"] = _comparisons(by_key, best_known, methods, seeds)
-    if {DEFAULT, RANDOM_PROPOSALS} <= set(methods):
-        summary["default_minus_random"] = _default_minus_random(by_key, best_known, seeds)
+    summary["ablations"] = {
+        f"{method} - {without}": {
+            "part": part,
+            "instead": instead,
+            "differences": _minus(by_key, best_known, seeds, method, without, rng_seed),
+        }
+        for method, without, part, instead, rng_seed in ABLATIONS
+        if {method, without} <= set(methods)
+    }
     return summary
 
 
@@ -135,21 +151,22 @@ def _comparisons(
     return result
 
 
-def _default_minus_random(
+def _minus(
     by_key: dict[tuple[str, str, int], dict[str, Any]],
     best_known: dict[str, float],
     seeds: list[int],
+    method: str,
+    without: str,
+    rng_seed: int,
 ) -> dict[str, Any]:
-    """The default minus the same scheduler with random proposals: what its model adds. A
-    generator of its own, so the peers' intervals stay as they were before this row."""
-    rng = np.random.default_rng(1)
+    """`method`'s regret minus `without`'s at each checkpoint, paired over (task, seed)."""
+    rng = np.random.default_rng(rng_seed)
     pairs = [(task, seed) for task in best_known for seed in seeds]
     return {
         str(fraction): paired_interval(
             np.array(
                 [
-                    at(by_key[(RANDOM_PROPOSALS, t, s)], fraction)
-                    - at(by_key[(DEFAULT, t, s)], fraction)
+                    at(by_key[(without, t, s)], fraction) - at(by_key[(method, t, s)], fraction)
                     for t, s in pairs
                 ]
             ),
@@ -284,7 +301,7 @@ def write(
         f"![regret over the budget]({name}.png)",
         "",
         *_comparison_lines(summary["comparisons"]),
-        *_random_lines(summary.get("default_minus_random")),
+        *_ablation_lines(summary.get("ablations", {})),
     ]
     (RESULTS / f"{name}.md").write_text("\n".join(lines))
     print("\n".join(lines))
@@ -315,18 +332,20 @@ def _comparison_lines(comparisons: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def _random_lines(rows: dict[str, Any] | None) -> list[str]:
-    if rows is None:
-        return []
-    cells = [
-        f"{int(float(f) * 100)} %: {r['mean']:+.3f} [{r['low']:+.3f}, {r['high']:+.3f}]"
-        for f, r in rows.items()
-    ]
-    return [
-        f"What the default's model adds: {DEFAULT} minus {RANDOM_PROPOSALS} (the same "
-        f"scheduler, random proposals), regret, paired as above: {'; '.join(cells)}.",
-        "",
-    ]
+def _ablation_lines(ablations: dict[str, Any]) -> list[str]:
+    lines = []
+    for label, entry in ablations.items():
+        cells = [
+            f"{int(float(f) * 100)} %: {r['mean']:+.3f} [{r['low']:+.3f}, {r['high']:+.3f}]"
+            for f, r in entry["differences"].items()
+        ]
+        method, without = label.split(" - ")
+        lines += [
+            f"What {entry['part']} adds: {method} minus {without} ({entry['instead']}), "
+            f"regret, paired as above: {'; '.join(cells)}.",
+            "",
+        ]
+    return lines
 
 
 def _plot(summary: dict[str, Any], name: str) -> None:

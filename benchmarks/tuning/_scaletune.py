@@ -25,6 +25,7 @@ def _hyperband(searcher: str, brackets: int | None, **more: str) -> dict[str, An
             "max_resource": EPOCHS,
             "searcher": searcher,
             "brackets": brackets,
+            "rank_by": "value",
             **more,
         },
     }
@@ -49,6 +50,8 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     "BOHB ASHA promotion": _hyperband("BOHB", 1, type="promotion"),
     # TPE on every trial's latest report, running ones included (as Syne Tune's BOHB).
     "LastValueTPE ASHA": _hyperband("LastValueTPE", 1),
+    # The same, each rung ranking where the trials' curves point at the end (pow3 forecasts).
+    "LastValueTPE ASHA forecast": _hyperband("LastValueTPE", 1, rank_by="forecast"),
     # Each bracket's chance scaled by how well its first rung has ranked as the end.
     "Hyperband adaptive": _hyperband("Random", ALL_BRACKETS, bracket_weights="adaptive"),
     "BOHB adaptive": _hyperband("BOHB", ALL_BRACKETS, bracket_weights="adaptive"),

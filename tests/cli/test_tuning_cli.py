@@ -19,6 +19,7 @@ max_parallel_jobs = 2
 [hyperband]
 min_resource = 1
 max_resource = 9
+rank_by = "value"  # round 1 ranks values, and earns the note below
 
 [ranges]
 eta = { type = "Continuous", min_value = 0.05, max_value = 1 }

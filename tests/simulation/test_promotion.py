@@ -26,7 +26,10 @@ def test_a_hand_computed_promotion_schedule(store: Store) -> None:
     #   t=30  trial 4 at rung 3: 0.6 not the best of 4: paused. Nothing runs, nothing ranks:
     #         the tuning job ends, and its paused trials end Stopped.
     source = SequenceSource([0.5, 0.8, 0.3, 0.9, 0.6, 0.4, 0.1, 0.2, 0.05])
-    spec = _spec(max_jobs=9, hyperband={"max_resource": 9, "type": "promotion", "brackets": 1})
+    spec = _spec(
+        max_jobs=9,
+        hyperband={"max_resource": 9, "type": "promotion", "brackets": 1, "rank_by": "value"},
+    )
     record = simulate_tuning(spec, source, store, start_time=1000.0)
 
     def paused(rung: int, value: float, keep: int, of: int) -> str:
@@ -68,7 +71,10 @@ def test_a_hand_computed_promotion_schedule(store: Store) -> None:
 
 def test_paused_trials_count_in_progress_while_they_wait(store: Store) -> None:
     source = SequenceSource([0.5, 0.8, 0.3, 0.9, 0.6, 0.4, 0.1, 0.2, 0.05])
-    spec = _spec(max_jobs=9, hyperband={"max_resource": 9, "type": "promotion", "brackets": 1})
+    spec = _spec(
+        max_jobs=9,
+        hyperband={"max_resource": 9, "type": "promotion", "brackets": 1, "rank_by": "value"},
+    )
     seen: list[TuningProgress] = []
     from scaletune.simulation import SimulatedClock, SimulatedTrialRunner
 

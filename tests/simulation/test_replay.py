@@ -59,27 +59,52 @@ def _decisions(store: Store, tuning_id: str) -> list[tuple[object, ...]]:
 
 
 @pytest.mark.parametrize(
-    "hyperband",
+    ("hyperband", "seed"),
     [
-        {"min_resource": 1, "max_resource": 27, "searcher": "Bayesian"},
+        ({"min_resource": 1, "max_resource": 27, "searcher": "Bayesian", "rank_by": "value"}, 11),
         # Paused trials resume where they were: their replayed curves leave the pauses out.
-        {"min_resource": 1, "max_resource": 27, "eta": 2, "searcher": "BOHB", "type": "promotion"},
-        {"min_resource": 1, "max_resource": 27, "searcher": "LastValueTPE"},
+        (
+            {
+                "min_resource": 1,
+                "max_resource": 27,
+                "eta": 2,
+                "searcher": "BOHB",
+                "type": "promotion",
+                "rank_by": "value",
+            },
+            11,
+        ),
+        (
+            {"min_resource": 1, "max_resource": 27, "searcher": "LastValueTPE", "rank_by": "value"},
+            11,
+        ),
+        # scaletune's defaults (rungs ranking forecasts), stopping and pausing; with seed 0
+        # three paused trials are promoted
+        ({"min_resource": 1, "max_resource": 27}, 11),
+        ({"min_resource": 1, "max_resource": 27, "eta": 2, "type": "promotion"}, 0),
     ],
-    ids=["stopping", "promotion-bohb", "stopping-last-value"],
+    ids=[
+        "stopping",
+        "promotion-bohb",
+        "stopping-last-value",
+        "stopping-forecast",
+        "promotion-forecast",
+    ],
 )
 def test_a_replay_of_a_simulated_job_reproduces_every_decision_and_moment(
-    store: Store, hyperband: dict[str, Any]
+    store: Store, hyperband: dict[str, Any], seed: int
 ) -> None:
-    original = simulate_tuning(_spec(hyperband=hyperband), ToySource(), store)
+    original = simulate_tuning(_spec(hyperband=hyperband, seed=seed), ToySource(), store)
     replay = ReplaySource.from_store(store, original.id)
     again = simulate_tuning(replay.spec, replay, store)
     assert again.id != original.id
     assert _decisions(store, again.id) == _decisions(store, original.id)
     first, second = summarize(store, original.id), summarize(store, again.id)
     assert any(t.status.value == "Stopped" for t in store.trials.rows(first.record.id))
-    if hyperband.get("type") == "promotion":  # seed 11, eta 2: trials 5 and 9 were promoted
-        runs = [len(store.attempts.of(t.id)) for t in store.trials.rows(first.record.id)]
+    runs = [len(store.attempts.of(t.id)) for t in store.trials.rows(first.record.id)]
+    if hyperband.get("type") == "promotion":  # a paused trial resumes: a second attempt
+        assert 2 in runs
+    if hyperband.get("searcher") == "BOHB":  # seed 11, eta 2: trials 5 and 9 were promoted
         assert runs[5] == runs[9] == 2
 
     def moments(tuning_id: str) -> list[tuple[object, ...]]:  # to the nanosecond: a paused
@@ -103,7 +128,7 @@ def test_a_replay_of_a_real_tuning_job_reproduces_its_decisions(
             "objective_metric": "validation:logloss",
             "objective_type": "Minimize",
             "strategy": "Hyperband",
-            "hyperband": {"min_resource": 1, "max_resource": 9},
+            "hyperband": {"min_resource": 1, "max_resource": 9, "rank_by": "value"},
             "max_jobs": 6,
             "max_parallel_jobs": 1,  # a real job's report order is then its trial order
             "seed": 1,

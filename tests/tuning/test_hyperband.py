@@ -188,3 +188,103 @@ def test_with_two_objectives_a_paused_trial_is_promoted_by_its_own_trade_off() -
     for trial in range(2, 6):  # worse on both than the paused one: it ranks now
         hyperband.on_report(trial, 1, 0.05, [25.0])
     assert hyperband.promote() == 1
+
+
+def slow_and_fast(step: int) -> tuple[float, float]:
+    """Two curves: a fast learner that levels off at 0.70, and a slow one heading for 0.90
+    that stands below it until step 12 (pow3: a - b * step**-c)."""
+    return 0.70 - 0.20 * step**-2.0, 0.90 - 0.50 * step**-0.5
+
+
+def test_ranking_by_forecast_keeps_the_slow_learner_that_will_end_first() -> None:
+    by_value = HyperbandScheduler(
+        ObjectiveType.MAXIMIZE, min_resource=4, max_resource=40, eta=2, seed=0, brackets=1
+    )
+    by_forecast = HyperbandScheduler(
+        ObjectiveType.MAXIMIZE,
+        min_resource=4,
+        max_resource=40,
+        eta=2,
+        seed=0,
+        brackets=1,
+        rank_by="forecast",
+    )
+    assert by_value.brackets[0].rungs == by_forecast.brackets[0].rungs == [4, 8, 16, 32]
+    verdicts = {}
+    for name, hyperband in (("value", by_value), ("forecast", by_forecast)):
+        for step in range(1, 5):  # the fast one (trial 0) reaches rung 4 first
+            fast, slow = slow_and_fast(step)
+            assert hyperband.on_report(0, step, fast).decision is Decision.CONTINUE
+            verdicts[name] = hyperband.on_report(1, step, slow)
+    # At step 4 the slow one stands at 0.65 against 0.6875: by value it is stopped ...
+    assert verdicts["value"].decision is Decision.STOP
+    assert verdicts["value"].reason == "bracket 0 rung 4: 0.65 not in the best 1 of 2"
+    # ... by forecast it is the one heading higher (0.90 - 0.50 / sqrt(40) = 0.82 at 40).
+    assert verdicts["forecast"].decision is Decision.CONTINUE
+    recorded = by_forecast.brackets[0].recorded[4]
+    assert recorded == pytest.approx([0.70 - 0.20 * 40**-2.0, 0.90 - 0.50 * 40**-0.5], abs=1e-3)
+
+
+def test_a_rung_too_early_to_forecast_judges_nothing() -> None:
+    hyperband = HyperbandScheduler(
+        ObjectiveType.MAXIMIZE,
+        min_resource=1,
+        max_resource=27,
+        seed=0,
+        brackets=1,
+        rank_by="forecast",
+    )
+    assert hyperband.brackets[0].rungs == [1, 3, 9]
+    for trial in range(6):  # rungs 1 and 3 come before a trial has 4 reports
+        for step in range(1, 4):
+            assert hyperband.on_report(trial, step, -float(trial)).decision is Decision.CONTINUE
+    assert hyperband.brackets[0].recorded == {}
+    verdicts = []
+    for trial in range(6):  # at rung 9 each has 9 reports: flat curves, ranked by level
+        for step in range(4, 9):
+            hyperband.on_report(trial, step, -float(trial))
+        verdicts.append(hyperband.on_report(trial, 9, -float(trial)))
+    # the best max(1, n // 3) of n: trial 0 leads from the start; none after it is in the best
+    assert [v.decision for v in verdicts] == [Decision.CONTINUE] + [Decision.STOP] * 5
+    assert verdicts[5].reason == "bracket 0 rung 9: forecast -5 not in the best 2 of 6"
+
+
+def test_a_resumed_attempt_reporting_anew_replaces_the_steps_it_repeats() -> None:
+    def forecasting() -> HyperbandScheduler:
+        return HyperbandScheduler(
+            ObjectiveType.MAXIMIZE,
+            min_resource=6,
+            max_resource=60,
+            seed=0,
+            brackets=1,
+            rank_by="forecast",
+        )
+
+    interrupted, straight = forecasting(), forecasting()
+    for step in range(1, 6):  # reports 4 and 5 are lost with the attempt; 4.. come again
+        interrupted.on_report(0, step, 0.9 if step >= 4 else 0.1 * step)
+    for step in range(4, 7):
+        interrupted.on_report(0, step, 0.1 * step)
+    for step in range(1, 7):
+        straight.on_report(0, step, 0.1 * step)
+    assert interrupted.brackets[0].recorded == straight.brackets[0].recorded
+    assert len(straight.brackets[0].recorded[6]) == 1
+
+
+def test_a_curve_is_kept_only_while_its_trial_has_rungs_ahead() -> None:
+    hyperband = HyperbandScheduler(
+        ObjectiveType.MAXIMIZE,
+        min_resource=4,
+        max_resource=40,
+        eta=3,
+        seed=0,
+        brackets=1,
+        rank_by="forecast",
+    )
+    assert hyperband.brackets[0].rungs == [4, 12, 36]
+    curves = hyperband._curves  # what a run of 10,000 trials holds in memory
+    assert curves is not None
+    for step in range(1, 40):
+        hyperband.on_report(0, step, 1 - 1 / step)
+        assert (0 in curves) is (step < 36)
+    assert hyperband.brackets[0].recorded[36]  # judged at its last rung, then forgotten

@@ -16,7 +16,7 @@ def _spec(**changes: Any) -> Any:
         "objective_metric": "validation:auc",
         "strategy": "Hyperband",
         "max_jobs": 4,
-        "hyperband": {"min_resource": 1, "max_resource": 27},
+        "hyperband": {"min_resource": 1, "max_resource": 27, "rank_by": "value"},
         "ranges": {
             "eta": {"type": "Continuous", "min_value": 0.01, "max_value": 1},
             "max_depth": {"type": "Integer", "min_value": 1, "max_value": 8},
@@ -35,12 +35,16 @@ def test_a_first_rung_at_round_one_that_cannot_rank_eta_is_named() -> None:
     (line,) = notices(_spec())
     assert line.startswith("note: Hyperband's first rung is round 1, where validation:auc is")
     assert "hyperband.min_resource = 2 or more" in line
+    assert 'hyperband.rank_by = "forecast"' in line
 
 
 @pytest.mark.parametrize(
     "changes",
     [
         {"hyperband": {"min_resource": 2, "max_resource": 27}},  # eta counts from round 2
+        {  # a forecast needs 4 reports: round 1 judges nothing
+            "hyperband": {"min_resource": 1, "max_resource": 27, "rank_by": "forecast"}
+        },
         {  # logloss reads the scores themselves, which eta scales
             "objective_metric": "validation:logloss",
             "objective_type": "Minimize",

@@ -9,7 +9,7 @@ import pytest
 from scaletune.errors import InvalidInputError
 from scaletune.store import Store
 from scaletune.tuning import rung_agreement
-from tests.simulated import hand_ranked_job, simulated_tuning
+from tests.simulated import SLOW_AND_FAST, hand_ranked_job, simulated_tuning
 
 
 @pytest.mark.parametrize("objective_type", ["Maximize", "Minimize"])
@@ -76,3 +76,25 @@ def test_a_hyperband_jobs_own_rungs(tmp_path: Path) -> None:
         assert rung.kendall_tau == pytest.approx(1.0)
         assert rung.winner_rank == 1
     assert report.safe_first_rung == 1
+
+
+def test_forecasts_rank_the_slow_learner_that_values_drop(tmp_path: Path) -> None:
+    with Store(f"sqlite:///{tmp_path / 's.db'}") as store:
+        record = hand_ranked_job(store, curves=SLOW_AND_FAST)
+        by_value = rung_agreement(store, record.id, min_resource=4)
+        by_forecast = rung_agreement(store, record.id, min_resource=4, rank_by="forecast")
+        too_early = rung_agreement(store, record.id, rank_by="forecast")
+        with pytest.raises(InvalidInputError, match=r"rank_by must be .* \(got 'median'\)"):
+            rung_agreement(store, record.id, rank_by="median")
+    assert by_value.rank_by == "value"  # a Grid job's own: it has no rungs to rank by forecast
+    assert [rung.resource for rung in by_value.rungs] == [4, 12]
+    # At step 4 the slow learner (the winner at 27: 0.80 against 0.70) stands at 0.65 against
+    # 0.6875: second of two, and one is kept; by step 12 it leads.
+    assert [(r.kendall_tau, r.winner_rank) for r in by_value.rungs] == [(-1.0, 2), (1.0, 1)]
+    assert by_value.safe_first_rung == 12
+    # Its 4 reports point to 0.80 at step 27, the fast one's to 0.70: first already at 4.
+    assert [(r.kendall_tau, r.winner_rank) for r in by_forecast.rungs] == [(1.0, 1), (1.0, 1)]
+    assert by_forecast.safe_first_rung == 4
+    # Rungs 1 and 3 (eta 3) come before 4 reports: they rank nothing; rung 9 ranks both.
+    assert [(r.resource, r.trials) for r in too_early.rungs] == [(1, 0), (3, 0), (9, 2)]
+    assert too_early.safe_first_rung == 9

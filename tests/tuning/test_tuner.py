@@ -279,7 +279,7 @@ def test_promotion_pauses_trials_and_resumes_them_from_their_checkpoints(
     """Real 2-worker trials: one that does not rank at a rung pauses (checkpoint kept, workers
     freed) and, once it ranks, goes on as the same job from where it paused."""
     spec = _spec(
-        hyperband={"max_resource": 27, "type": "promotion", "brackets": 1},
+        hyperband={"max_resource": 27, "type": "promotion", "brackets": 1, "rank_by": "value"},
         max_jobs=10,
         max_parallel_jobs=1,  # one at a time: reports reach the scheduler in a fixed order
         seed=4,

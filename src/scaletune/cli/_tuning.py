@@ -275,6 +275,13 @@ def tuning_rungs(
         int | None,
         typer.Option(min=2, help="Rungs eta times apart (default: the job's, else 3)."),
     ] = None,
+    rank_by: Annotated[
+        str | None,
+        typer.Option(
+            help="What a rung ranks: 'value' (each trial's value there) or 'forecast' (where "
+            "its curve points at max_resource); default: the job's Hyperband's, else 'value'."
+        ),
+    ] = None,
     json_output: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
@@ -283,7 +290,9 @@ def tuning_rungs(
     from scaletune.tuning import rung_agreement
 
     with open_store(store) as records:
-        report = rung_agreement(records, tuning_id, min_resource=min_resource, eta=eta)
+        report = rung_agreement(
+            records, tuning_id, min_resource=min_resource, eta=eta, rank_by=rank_by
+        )
     if json_output:
         print_json(report.to_json_dict())
         return
@@ -304,6 +313,11 @@ def tuning_rungs(
         ),
         right={"rung", "trials", "to the end", "Kendall tau", "winner's rank"},
     )
+    if report.rank_by == "forecast":
+        out.print(
+            f"Rungs ranked forecasts at step {report.max_resource} (none before a trial's 4th "
+            "report)."
+        )
     if report.winner is None:
         out.print(f"No trial that ran to its end reported {report.metric}.")
         return

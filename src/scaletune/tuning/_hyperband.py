@@ -21,6 +21,11 @@ of the n values recorded at that rung of its bracket so far (itself included). I
   bar moves), highest rung first, and that one resumes from its checkpoint; only when there
   is none does a new trial start. A trial that ranks at once goes on without pausing.
 
+Ranking by forecast (`rank_by="forecast"`, `_forecast`): what a rung records and ranks is not
+the trial's value there but the value its reports so far point to at max_resource, so that a
+slow learner that will end first is not stopped for standing low early. A rung where the trial
+has fewer reports than a curve fit needs judges nothing: it goes on.
+
 With several objectives (quality, billable seconds, wall time), a rung holds each trial's
 point: the objective's value there and the other objectives as they stood when it got there
 (a reported metric's latest value; the seconds it has run, on all its tasks for billable
@@ -43,7 +48,8 @@ from typing import Literal
 
 import numpy as np
 
-from scaletune.spec import HyperbandType, ObjectiveType
+from scaletune.spec import HyperbandType, ObjectiveType, RankBy
+from scaletune.tuning._forecast import forecast
 from scaletune.tuning._pareto import Direction
 from scaletune.tuning._schedulers import CONTINUE, Decision, Verdict
 
@@ -139,6 +145,7 @@ class HyperbandScheduler:
         brackets: int | None = None,
         kind: HyperbandType = HyperbandType.STOPPING,
         bracket_weights: BracketWeights = "hyperband",
+        rank_by: RankBy = "value",
         objectives: Sequence[Direction] | None = None,
     ) -> None:
         rungs, self._weights = hyperband_brackets(min_resource, max_resource, eta, brackets)
@@ -146,6 +153,10 @@ class HyperbandScheduler:
         self._objectives = list(objectives) if objectives and len(objectives) > 1 else None
         self._trade_offs: dict[int, np.ndarray] = {}  # trial -> its weight per objective
         self._adaptive = bracket_weights == "adaptive"
+        # trial -> its (steps, values) so far, while it has rungs ahead (forecasts only)
+        self._curves: dict[int, tuple[list[int], list[float]]] | None = (
+            {} if rank_by == "forecast" else None
+        )
         self._first_rungs = {r[0]: b for b, r in enumerate(rungs) if r}  # step -> bracket
         self._at_first_rungs: dict[int, dict[int, float]] = {}  # trial -> step -> value
         self._finals: dict[int, float] = {}  # trial -> value at max_resource, in order
@@ -214,11 +225,25 @@ class HyperbandScheduler:
         number = self.bracket_of(trial)
         bracket = self.brackets[number]
         index = self._next_rung.setdefault(trial, 0)
+        if self._curves is not None and index < len(bracket.rungs):  # past them: not needed
+            steps, values = self._curves.setdefault(trial, ([], []))
+            kept = bisect.bisect_left(steps, resource)  # a resumed attempt reports anew
+            del steps[kept:], values[kept:]
+            steps.append(resource)
+            values.append(value)
         if index >= len(bracket.rungs) or resource < bracket.rungs[index]:
             return CONTINUE
         self._unpause(trial)
         rung = bracket.rungs[index]
         self._next_rung[trial] = index + 1
+        if self._curves is not None:
+            curve = self._curves[trial]
+            if index + 1 == len(bracket.rungs):  # its last rung: the curve is not needed again
+                del self._curves[trial]
+            ahead = forecast(*curve, at=self.max_resource)
+            if ahead is None:
+                return CONTINUE  # too few reports to forecast: this rung judges nothing
+            value = ahead
         values = bracket.recorded.setdefault(rung, [])
         bisect.insort(values, value)
         keep = max(1, len(values) // self.eta)
@@ -227,9 +252,8 @@ class HyperbandScheduler:
             points.add(trial, self._minimised(value, others))
         if self._passes(bracket, rung, trial, value, keep):
             return CONTINUE
-        judged = (
-            f"bracket {number} rung {rung}: {value:.6g} not in the best {keep} of {len(values)}"
-        )
+        what = f"{value:.6g}" if self._curves is None else f"forecast {value:.6g}"
+        judged = f"bracket {number} rung {rung}: {what} not in the best {keep} of {len(values)}"
         if self.kind is HyperbandType.STOPPING:
             return Verdict(Decision.STOP, judged)
         bisect.insort(bracket.paused.setdefault(rung, []), (value, trial))
@@ -268,6 +292,8 @@ class HyperbandScheduler:
 
     def on_end(self, trial: int) -> None:
         self._next_rung.pop(trial, None)
+        if self._curves is not None:
+            self._curves.pop(trial, None)
         self._unpause(trial)
 
     def _passes(self, bracket: _Bracket, rung: int, trial: int, value: float, keep: int) -> bool:

@@ -19,6 +19,7 @@ def notices(spec: TuningJobSpec) -> list[str]:
         spec.strategy is Strategy.HYPERBAND
         and hyperband is not None
         and hyperband.min_resource == 1
+        and spec.hyperband_rank_by == "value"  # a forecast needs 4 reports: round 1 judges nothing
         and spec.training.algorithm is AlgorithmName.XGBOOST
         and metric in _ORDER_METRICS
         and "eta" in spec.ranges
@@ -26,7 +27,8 @@ def notices(spec: TuningJobSpec) -> list[str]:
         return [
             f"note: Hyperband's first rung is round 1, where {spec.objective_metric} is the "
             "same for every eta (the first tree does not depend on it): the rung ranks trials "
-            "by their other settings alone; hyperband.min_resource = 2 or more lets eta count "
+            "by their other settings alone; hyperband.min_resource = 2 or more lets eta count, "
+            'hyperband.rank_by = "forecast" ranks where curves point, from 4 reports on '
             "(`scaletune tuning rungs` on a search run to the end shows which rung keeps its "
             "winner)"
         ]

@@ -15,9 +15,13 @@ with several), a trial's final value being its last report if it ran to its end 
   is among the best max(1, n // eta) that successive halving keeps.
 
 A trial's value at a rung is its first report at or past the rung, and before the next one
-(as a scheduler judges it). On a search that ran every trial to the end, this tells which
-first rung a Hyperband job of the same kind could use. On a Hyperband job it can only see the
-trials that its rungs let run to the end, so it flatters them.
+(as a scheduler judges it); ranking by forecast (`rank_by`, as Hyperband's rungs do by
+default), the value its reports up to that one point to at max_resource (`_forecast`), none
+where it has fewer than a forecast needs.
+
+On a search that ran every trial to the end, this tells which first rung a Hyperband job of
+the same kind could use. On a Hyperband job it can only see the trials that its rungs let run
+to the end, so it flatters them.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import Any
 
 from scaletune.errors import InvalidInputError
 from scaletune.store import JobStatus, MetricPoint, Store
+from scaletune.tuning._forecast import forecast
 from scaletune.tuning._objectives import Goals
 
 DEFAULT_MIN_RESOURCE = 1
@@ -52,6 +57,7 @@ class RungReport:
     min_resource: int
     max_resource: int  # the rungs sit below it
     eta: int
+    rank_by: str  # "value" or "forecast": what a rung ranks
     finished: int  # trials that ran to their end (Completed): their last value is final
     winner: str | None  # of those, the one with the best final value
     winner_value: float | None
@@ -92,13 +98,21 @@ def rung_agreement(
     *,
     min_resource: int | None = None,
     eta: int | None = None,
+    rank_by: str | None = None,
 ) -> RungReport:
-    """Each rung's agreement with the end (module doc). The rungs are the job's own
-    ([hyperband]) unless given; a job without them gets min_resource 1 and eta 3. They sit
-    below [hyperband]'s max_resource, else below the longest finished curve's last step."""
+    """Each rung's agreement with the end (module doc). The rungs, and what they rank, are the
+    job's own ([hyperband]) unless given; a job without them gets min_resource 1, eta 3 and
+    values. They sit below [hyperband]'s max_resource, else below the longest finished
+    curve's last step."""
     record = store.get_tuning_job(tuning_id)
-    objective = Goals.of_record(record.spec).objectives[0]
+    objectives = Goals.of_record(record.spec).objectives
+    objective = objectives[0]
     hyperband = record.spec.get("hyperband") or {}
+    if rank_by is None:  # the job's; unset: Hyperband's default (spec.default_rank_by)
+        own = hyperband.get("rank_by") or ("value" if len(objectives) > 1 else "forecast")
+        rank_by = own if hyperband else "value"
+    if rank_by not in ("value", "forecast"):
+        raise InvalidInputError(f"rank_by must be 'value' or 'forecast' (got {rank_by!r})")
     first = _given(min_resource, hyperband.get("min_resource"), DEFAULT_MIN_RESOURCE)
     factor = _given(eta, hyperband.get("eta"), DEFAULT_ETA)
     if first < 1:
@@ -123,7 +137,7 @@ def rung_agreement(
         values = {
             job: value
             for job, points in curves.items()
-            if (value := _first_at(points, rung, following)) is not None
+            if (value := _at_rung(points, rung, following, rank_by, top)) is not None
         }
         paired = [(values[job], finals[job]) for job in values if job in finals]
         rank = keeps = None
@@ -140,6 +154,7 @@ def rung_agreement(
         min_resource=first,
         max_resource=top,
         eta=factor,
+        rank_by=rank_by,
         finished=len(finals),
         winner=winner,
         winner_value=None if winner is None else finals[winner],
@@ -152,9 +167,18 @@ def _given(*choices: int | None) -> int:
     return next(int(choice) for choice in choices if choice is not None)
 
 
-def _first_at(points: list[MetricPoint], rung: int, following: int) -> float | None:
-    """The first value reported at or past `rung`, before `following`."""
-    return next((p.value for p in points if rung <= p.step < following), None)
+def _at_rung(
+    points: list[MetricPoint], rung: int, following: int, rank_by: str, top: int
+) -> float | None:
+    """What the rung ranks of a curve: its first report at or past `rung`, before
+    `following`, or where the reports up to that one point at `top`."""
+    index = next((i for i, p in enumerate(points) if rung <= p.step < following), None)
+    if index is None:
+        return None
+    if rank_by == "value":
+        return points[index].value
+    seen = points[: index + 1]
+    return forecast([p.step for p in seen], [p.value for p in seen], at=top)
 
 
 def _kendall_tau(pairs: list[tuple[float, float]]) -> float | None:

@@ -76,6 +76,7 @@ def make_scheduler(spec: TuningJobSpec) -> Scheduler:
             brackets=spec.hyperband.brackets,
             kind=spec.hyperband.type,
             bracket_weights=spec.hyperband.bracket_weights,
+            rank_by=spec.hyperband_rank_by or "value",
             objectives=(
                 [Direction(o.metric, o.maximize) for o in spec.all_objectives]
                 if spec.is_multi_objective
