@@ -37,13 +37,13 @@ from scaletune.tuning import rung_agreement, summarize
 
 FULL = "no early stopping (replayed)"
 # Each variant's [hyperband] settings over the example's (min_resource 1, max_resource 200,
-# eta 3), its rungs ranking values unless it says otherwise. The one marked "the default job"
-# is what the reference job gets from the example and scaletune's defaults, but for its
-# proposals: a replay judges only the recorded (random) configurations, so every variant
-# proposes as the full search did (`_replayed`).
-DEFAULT_JOB = "one bracket, round 1, ranked by forecast (the default job)"
+# eta 3), its rungs ranking values; the first is what the reference job got from the example
+# and scaletune's defaults when this was measured (the default now ranks forecasts, run for
+# real in benchmarks/tuning_reference_default.py), but for its proposals: a replay judges only
+# the recorded (random) configurations, so every variant proposes as the full search did
+# (`_replayed`).
 VARIANTS: dict[str, dict[str, Any]] = {
-    "one bracket, first rung at round 1 (the default job before forecasts)": {"min_resource": 1},
+    "one bracket, first rung at round 1 (the default job)": {"min_resource": 1},
     "one bracket, first rung at round 3": {"min_resource": 3},
     "one bracket, first rung at round 5": {"min_resource": 5},
     "one bracket, first rung at round 7": {"min_resource": 7},
@@ -55,14 +55,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "one bracket, round 1, pausing": {"min_resource": 1, "type": "promotion"},
     "two brackets, round 1": {"min_resource": 1, "brackets": 2},
     "all 5 brackets, round 1": {"min_resource": 1, "brackets": None},
-    # Rungs that rank where each trial's curve points at round 200 (a pow3 fit), not where it
-    # stands: rungs 1 and 3 come before 4 reports and judge nothing.
-    DEFAULT_JOB: {"min_resource": 1, "rank_by": "forecast"},
-    "one bracket, round 10, keeping a quarter, by forecast": {
-        "min_resource": 10,
-        "eta": 4,
-        "rank_by": "forecast",
-    },
 }
 
 
@@ -74,8 +66,7 @@ def main() -> None:
     args = parser.parse_args()
     runs: dict[str, list[dict[str, Any]]] = {}
     recorded_aucs: list[float] = []
-    # per seed: what rungs rank ("value", "forecast") -> rung -> its agreement
-    rungs: list[dict[str, dict[int, dict[str, Any]]]] = []
+    rungs: list[dict[int, dict[str, Any]]] = []  # per seed: rung -> its agreement
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         with Session(folder / "store.db") as session:
@@ -84,9 +75,7 @@ def main() -> None:
         with Store(f"sqlite:///{folder / 'store.db'}") as store:
             for seed, tuning_id in enumerate(recorded):
                 recorded_aucs.append(summarize(store, tuning_id).to_json_dict()["best_objective"])
-                rungs.append(
-                    {ranked: _rung_agreement(store, tuning_id, ranked) for ranked in RANKINGS}
-                )
+                rungs.append(_rung_agreement(store, tuning_id))
                 replay = ReplaySource.from_store(store, tuning_id)
                 full = _replayed(replay, None, folder / f"{seed}-full.db")
                 for index, (name, hyperband) in enumerate({FULL: None, **VARIANTS}.items()):
@@ -153,20 +142,18 @@ over the full search's, both replayed, per seed: the mean (lowest-highest). "tie
 on which the variant found the full search's best AUC (it kept the winning configuration to
 its end). Hyperband's resource is the boosting round (max_resource 200; eta 3 keeps the top
 third at each rung, "keeping a quarter" is eta 4); one bracket and the stopping type are
-scaletune's defaults, and so are rungs ranking forecasts: where each trial's AUC curve points
-at round 200 (a pow3 fit; rounds 1 and 3 come before the 4 reports a forecast needs and judge
-nothing). Every variant proposes the recorded random configurations (the default proposes
-with LastValueTPE, whose configurations a replay cannot judge: they were never run;
-`tuning_reference_default.md` runs it for real).
+scaletune's defaults. Every variant proposes the recorded random configurations (the default
+proposes with LastValueTPE, whose configurations a replay cannot judge: they were never run;
+`tuning_reference_searchers.md` runs it for real).
 
 The issue's goal for the default: no lower AUC than the full search at <= 0.25x its cost.
 {_frontier(results)}
 
 Why: how well each rung's ranking of the {args.max_jobs} configurations foretells their
 final ranking (each trial's AUC at its last round: num_round is one of the ranges), on each
-seed's full search (`scaletune tuning rungs`, `--rank-by value` and `--rank-by forecast`):
-Kendall's tau-b, where the winner (the best final AUC) ranks there, and the seeds on which it
-is among the best {args.max_jobs // 3} that a rung with eta 3 keeps. Per seed in the JSON.
+seed's full search (`scaletune tuning rungs`): Kendall's tau-b,
+where the winner (the best final AUC) ranks there, and the seeds on which it is among the
+best {args.max_jobs // 3} that a rung with eta 3 keeps. Per seed in the JSON.
 
 {_rungs_table(rungs)}
 """,
@@ -198,29 +185,25 @@ def _full_search(session: Session, seed: int, args: argparse.Namespace) -> str:
 
 
 FIRST_RUNGS = (1, 20)  # rungs 1, 3, 9, 27, 81 and 20, 60, 180 (eta 3)
-RANKINGS = ("value", "forecast")
 
 
-def _rung_agreement(store: Store, tuning_id: str, rank_by: str) -> dict[int, dict[str, Any]]:
+def _rung_agreement(store: Store, tuning_id: str) -> dict[int, dict[str, Any]]:
     """Each rung's Kendall tau with the end and the winner's rank there (`tuning rungs`)."""
     return {
         rung.resource: asdict(rung)
         for first in FIRST_RUNGS
-        for rung in rung_agreement(
-            store, tuning_id, min_resource=first, eta=3, rank_by=rank_by
-        ).rungs
+        for rung in rung_agreement(store, tuning_id, min_resource=first, eta=3).rungs
     }
 
 
-def _rungs_table(per_seed: list[dict[str, dict[int, dict[str, Any]]]]) -> str:
+def _rungs_table(per_seed: list[dict[int, dict[str, Any]]]) -> str:
     lines = [
-        "| rung (round) | ranks | Kendall tau with the end: median (lowest to highest) "
+        "| rung (round) | Kendall tau with the end: median (lowest to highest) "
         "| the winner's rank: median | seeds where the rung keeps it, of those it reached |",
-        "|---|---|---|---|---|",
+        "|---|---|---|---|",
     ]
-    steps = sorted({rung for seed in per_seed for rung in seed["value"]})
-    for rung, ranked in ((rung, ranked) for rung in steps for ranked in RANKINGS):
-        found = [seed[ranked][rung] for seed in per_seed if rung in seed[ranked]]
+    for rung in sorted({rung for seed in per_seed for rung in seed}):
+        found = [seed[rung] for seed in per_seed if rung in seed]
         taus = [entry["kendall_tau"] for entry in found if entry["kendall_tau"] is not None]
         reached = [entry for entry in found if entry["winner_rank"] is not None]
         kept = sum(bool(entry["keeps_winner"]) for entry in reached)
@@ -230,7 +213,7 @@ def _rungs_table(per_seed: list[dict[str, dict[int, dict[str, Any]]]]) -> str:
             else "-"
         )
         rank = f"{statistics.median(e['winner_rank'] for e in reached):g}" if reached else "-"
-        lines.append(f"| {rung} | {ranked} | {tau} | {rank} | {kept} of {len(reached)} |")
+        lines.append(f"| {rung} | {tau} | {rank} | {kept} of {len(reached)} |")
     return "\n".join(lines)
 
 
