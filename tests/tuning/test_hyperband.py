@@ -190,6 +190,21 @@ def test_with_two_objectives_a_paused_trial_is_promoted_by_its_own_trade_off() -
     assert hyperband.promote() == 1
 
 
+def one_bracket(
+    min_resource: int, max_resource: int, eta: int = 3, **more: Any
+) -> HyperbandScheduler:
+    """Plain asynchronous successive halving (one bracket), maximising, seed 0."""
+    return HyperbandScheduler(
+        ObjectiveType.MAXIMIZE,
+        min_resource=min_resource,
+        max_resource=max_resource,
+        eta=eta,
+        seed=0,
+        brackets=1,
+        **more,
+    )
+
+
 def slow_and_fast(step: int) -> tuple[float, float]:
     """Two curves: a fast learner that levels off at 0.70, and a slow one heading for 0.90
     that stands below it until step 12 (pow3: a - b * step**-c)."""
@@ -197,18 +212,8 @@ def slow_and_fast(step: int) -> tuple[float, float]:
 
 
 def test_ranking_by_forecast_keeps_the_slow_learner_that_will_end_first() -> None:
-    by_value = HyperbandScheduler(
-        ObjectiveType.MAXIMIZE, min_resource=4, max_resource=40, eta=2, seed=0, brackets=1
-    )
-    by_forecast = HyperbandScheduler(
-        ObjectiveType.MAXIMIZE,
-        min_resource=4,
-        max_resource=40,
-        eta=2,
-        seed=0,
-        brackets=1,
-        rank_by="forecast",
-    )
+    by_value = one_bracket(4, 40, eta=2)
+    by_forecast = one_bracket(4, 40, eta=2, rank_by="forecast")
     assert by_value.brackets[0].rungs == by_forecast.brackets[0].rungs == [4, 8, 16, 32]
     verdicts = {}
     for name, hyperband in (("value", by_value), ("forecast", by_forecast)):
@@ -226,14 +231,7 @@ def test_ranking_by_forecast_keeps_the_slow_learner_that_will_end_first() -> Non
 
 
 def test_a_rung_too_early_to_forecast_judges_nothing() -> None:
-    hyperband = HyperbandScheduler(
-        ObjectiveType.MAXIMIZE,
-        min_resource=1,
-        max_resource=27,
-        seed=0,
-        brackets=1,
-        rank_by="forecast",
-    )
+    hyperband = one_bracket(1, 27, rank_by="forecast")
     assert hyperband.brackets[0].rungs == [1, 3, 9]
     for trial in range(6):  # rungs 1 and 3 come before a trial has 4 reports
         for step in range(1, 4):
@@ -250,17 +248,7 @@ def test_a_rung_too_early_to_forecast_judges_nothing() -> None:
 
 
 def test_a_resumed_attempt_reporting_anew_replaces_the_steps_it_repeats() -> None:
-    def forecasting() -> HyperbandScheduler:
-        return HyperbandScheduler(
-            ObjectiveType.MAXIMIZE,
-            min_resource=6,
-            max_resource=60,
-            seed=0,
-            brackets=1,
-            rank_by="forecast",
-        )
-
-    interrupted, straight = forecasting(), forecasting()
+    interrupted, straight = (one_bracket(6, 60, rank_by="forecast") for _ in range(2))
     for step in range(1, 6):  # reports 4 and 5 are lost with the attempt; 4.. come again
         interrupted.on_report(0, step, 0.9 if step >= 4 else 0.1 * step)
     for step in range(4, 7):
@@ -272,15 +260,7 @@ def test_a_resumed_attempt_reporting_anew_replaces_the_steps_it_repeats() -> Non
 
 
 def test_a_curve_is_kept_only_while_its_trial_has_rungs_ahead() -> None:
-    hyperband = HyperbandScheduler(
-        ObjectiveType.MAXIMIZE,
-        min_resource=4,
-        max_resource=40,
-        eta=3,
-        seed=0,
-        brackets=1,
-        rank_by="forecast",
-    )
+    hyperband = one_bracket(4, 40, rank_by="forecast")
     assert hyperband.brackets[0].rungs == [4, 12, 36]
     curves = hyperband._curves  # what a run of 10,000 trials holds in memory
     assert curves is not None
