@@ -201,6 +201,30 @@ def test_tuning_rungs_tells_which_first_rung_keeps_the_winner(
     assert code == 2 and "--eta" in err
     code, _, err = _cli(capsys, "tuning", "rungs", "nope")
     assert code == 2 and "nope" in err and len(err.strip().splitlines()) == 1
+    code, _, err = _cli(capsys, "tuning", "rungs", tuning_id, "--rank-by", "median")
+    assert code == 2 and "'median'" in err and len(err.strip().splitlines()) == 1
+
+
+def test_tuning_rungs_ranks_forecasts_when_asked(
+    store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from scaletune.api import Session
+    from tests.simulated import SLOW_AND_FAST, hand_ranked_job
+
+    with Session(store_path) as session:
+        tuning_id = hand_ranked_job(session.store, curves=SLOW_AND_FAST).id
+    asked = ("tuning", "rungs", tuning_id, "--min-resource", "4")
+    code, out, _ = _cli(capsys, *asked)
+    assert code == 0 and ["4", "2", "2", "-1.00", "2", "no"] in [
+        r.split() for r in out.splitlines()
+    ]
+    code, out, _ = _cli(capsys, *asked, "--rank-by", "forecast")
+    assert code == 0 and ["4", "2", "2", "+1.00", "1", "yes"] in [
+        r.split() for r in out.splitlines()
+    ]
+    assert "Rungs ranked forecasts at step 27 (none before a trial's 4th report)." in " ".join(
+        out.split()
+    )
 
 
 def test_tuning_show_prints_the_pareto_front_and_the_target(

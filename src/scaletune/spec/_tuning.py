@@ -49,7 +49,8 @@ HyperbandSearcher = Literal["Random", "Bayesian", "BOHB", "LastValueTPE"]
 
 def default_searcher(multi_objective: bool) -> HyperbandSearcher:
     """Hyperband's proposals when the spec names none. LastValueTPE with one objective: on
-    all 34 LCBench tasks x 10 held-out seeds it has the lowest mean regret at every checkpoint
+    all 34 LCBench tasks x 10 held-out seeds (rungs ranking values, the default then) it had
+    the lowest mean regret at every checkpoint
     (level with Syne Tune's BOHB at the end), ahead of every peer at 25 and 50 % of the budget
     and of random proposals at each checkpoint, with 95 % confidence; on the reference's bank
     job, +0.0015 [+0.0001, +0.0032] AUC over random proposals over 30 seeds
@@ -63,10 +64,12 @@ RankBy = Literal["value", "forecast"]
 
 def default_rank_by(multi_objective: bool) -> RankBy:
     """What Hyperband's rungs rank when the spec does not say. The forecast with one
-    objective: on all 34 LCBench tasks x 30 seeds it is ahead of ranking values at 50 and
-    100 % of the budget and level at 25 %, and on the reference's bank job it keeps the slow
-    learners that win there (benchmarks/results/tuning_lcbench_all*.md,
-    tuning_reference_default.md). Values with several objectives, where it was not measured."""
+    objective: on all 34 LCBench tasks x 40 seeds, against ranking values, regret +0.13
+    [-0.11, +0.36] / -0.32 [-0.54, -0.09] / -0.92 [-1.14, -0.71] at 25 / 50 / 100 % of the
+    budget, and on the reference's bank job it keeps the slow learners that win there, level
+    with the full search at 0.20x its cost where values trail it by 0.0054
+    (benchmarks/results/tuning_lcbench_all_pooled40.md, tuning_reference_default.md). Values
+    with several objectives, where it was not measured."""
     return "value" if multi_objective else "forecast"
 
 
