@@ -147,6 +147,7 @@ def test_hyperband_stops_tensorflow_trials_on_the_scripts_metric(
         [
             "training.hyperparameters.epochs=27",  # long enough for a verdict to land
             "hyperband.max_resource=27",
+            "hyperband.rank_by='value'",  # a verdict at rung 1 (a forecast waits for 4 reports)
             "max_jobs=3",
         ],
     )
