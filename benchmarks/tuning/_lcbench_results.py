@@ -41,8 +41,9 @@ CONTROL = "scaletune HyperbandScheduler on Ray's draws (control)"
 DEFAULT = "LastValueTPE ASHA forecast"
 VALUE_RANKED = "LastValueTPE ASHA"  # the default but for its rungs: each trial's value there
 RANDOM_PROPOSALS = "ASHA"  # VALUE_RANKED's scheduler with random proposals
-# What each part of the default adds: (a method, the same without that part, the part); each
-# with a bootstrap generator of its own, so that no row moves another's interval.
+# What each part of the default adds: (a method, the same without that part, the part, what
+# stands in for it, the seed of a bootstrap generator of its own, so that no row moves
+# another's interval).
 ABLATIONS = (
     (VALUE_RANKED, RANDOM_PROPOSALS, "the model", "random proposals instead", 1),
     (DEFAULT, VALUE_RANKED, "ranking by forecast", "rungs ranking values instead", 2),
