@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import sys
 from typing import Any
 
 import numpy as np
@@ -26,9 +27,7 @@ def train_xgboost(ctx: WorkerContext) -> None:
     tracker = dict(ctx.task.rendezvous.xgboost_tracker)
     timeout = math.ceil(ctx.task.rendezvous.collective_timeout_seconds)
     communicator: contextlib.AbstractContextManager[Any] = (
-        collective.CommunicatorContext(
-            dmlc_task_id=f"{ctx.rank:06d}", dmlc_timeout=timeout, **tracker
-        )
+        _Communicator(dmlc_task_id=f"{ctx.rank:06d}", dmlc_timeout=timeout, **tracker)
         if tracker
         else contextlib.nullcontext()
     )
@@ -78,6 +77,29 @@ def train_xgboost(ctx: WorkerContext) -> None:
         (ctx.model_dir / "hyperparameters.json").write_text(
             json.dumps(hyperparameters.model_dump(mode="json", by_alias=True), indent=2)
         )
+
+
+class _Communicator(collective.CommunicatorContext):
+    """XGBoost's communicator, whose end does not hide why training ended early.
+
+    A worker whose peer was lost (killed, its machine gone) fails in a collective with a
+    broken connection, a fault a retry mends. Leaving the communicator then finalizes it, and
+    that fails too (it cannot reach the peer to shut down): raised from `__exit__`, its error
+    ("Failed to shutdown.") would replace the training error, and the job would fail as if
+    the program were at fault. So the training error goes on; finalize's is only logged."""
+
+    def __exit__(self, *exc_info: Any) -> None:
+        if exc_info[0] is None:
+            super().__exit__(*exc_info)
+            return
+        try:
+            super().__exit__(*exc_info)
+        except xgb.core.XGBoostError as error:
+            print(
+                f"scaletune: finalizing XGBoost's communicator failed too: {error}",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def _booster(
