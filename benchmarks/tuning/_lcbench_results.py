@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from importlib.metadata import version
 from typing import Any
@@ -58,9 +59,24 @@ PEERS = (
 )
 
 
-def at(run: dict[str, Any], fraction: float) -> float:
-    index = int(np.argmin(np.abs(GRID - fraction)))
-    value = run["incumbent"][index]
+def incumbent_curve(best_by_fraction: list[float | None]) -> list[float | None]:
+    """A run's incumbent (its best value reported by each fraction of GRID; None before its
+    first report) as the results hold it: without its flat tail, the last value holding to the
+    end. Most runs stop improving well before the budget ends: this halves the files."""
+    curve = list(best_by_fraction)
+    while len(curve) > 1 and curve[-1] == curve[-2]:
+        curve.pop()
+    return curve
+
+
+def incumbent(run: Mapping[str, Any], index: int) -> float | None:
+    """The run's incumbent at GRID[index] (see incumbent_curve)."""
+    curve: list[float | None] = run["incumbent"]
+    return curve[min(index, len(curve) - 1)]
+
+
+def at(run: Mapping[str, Any], fraction: float) -> float:
+    value = incumbent(run, int(np.argmin(np.abs(GRID - fraction))))
     return float("-inf") if value is None else float(value)
 
 
@@ -98,7 +114,7 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
             }
         for index in range(len(GRID)):
             values = [
-                best_known[t] - (by_key[(method, t, s)]["incumbent"][index] or 0.0)
+                best_known[t] - (incumbent(by_key[(method, t, s)], index) or 0.0)
                 for t in tasks
                 for s in seeds
             ]

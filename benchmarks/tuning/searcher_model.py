@@ -41,13 +41,13 @@ from unittest import mock
 import numpy as np
 
 from benchmarks._report import RESULTS
+from benchmarks.tuning._lcbench_results import at
 from benchmarks.tuning._problem import ALL_TASKS, SPACE, stream_seed, streams_sentence
 from scaletune.spec import ObjectiveType, Range
 from scaletune.tuning._lastvalue import LastValueSearcher
 from scaletune.tuning._searchers import Config, to_samples
 
 CHECKPOINTS = (0.25, 0.5, 1.0)
-GRID = np.linspace(0.02, 1.0, 50)  # as run.py records each run's incumbent
 COMMITTED = RESULTS / "tuning_lcbench_all.json"
 BASELINE = "ASHA"  # random proposals (the default before LastValueTPE)
 KEPT = (BASELINE, "LastValueTPE ASHA", "Syne Tune BOHB")
@@ -158,17 +158,12 @@ def _one(job: tuple[str, str, int]) -> dict[str, Any]:
     return {**record, "method": arm}
 
 
-def _at(run: Mapping[str, Any], fraction: float) -> float:
-    value = run["incumbent"][int(np.argmin(abs(GRID - fraction)))]
-    return -math.inf if value is None else float(value)
-
-
 def summarize(runs: list[dict[str, Any]], everything: list[dict[str, Any]]) -> dict[str, Any]:
     """Mean regret of each arm (against the best any committed or new run found on the task)
     and its paired bootstrap interval against random proposals."""
     best: dict[str, float] = {}
     for run in everything:
-        best[run["task"]] = max(best.get(run["task"], -math.inf), _at(run, 1.0))
+        best[run["task"]] = max(best.get(run["task"], -math.inf), at(run, 1.0))
     by = {(run["method"], run["task"], run["seed"]): run for run in runs}
     pairs = sorted({(run["task"], run["seed"]) for run in runs if run["method"] == BASELINE})
     resample = np.random.default_rng(0).integers(0, len(pairs), (4000, len(pairs)))
@@ -176,8 +171,8 @@ def summarize(runs: list[dict[str, Any]], everything: list[dict[str, Any]]) -> d
     for arm in (*KEPT, *ARMS):
         entry: dict[str, Any] = {}
         for fraction in CHECKPOINTS:
-            regret = np.array([best[t] - _at(by[(arm, t, s)], fraction) for t, s in pairs])
-            base = np.array([best[t] - _at(by[(BASELINE, t, s)], fraction) for t, s in pairs])
+            regret = np.array([best[t] - at(by[(arm, t, s)], fraction) for t, s in pairs])
+            base = np.array([best[t] - at(by[(BASELINE, t, s)], fraction) for t, s in pairs])
             difference = regret - base
             low, high = np.percentile(difference[resample].mean(axis=1), [2.5, 97.5])
             entry[str(fraction)] = {
