@@ -29,6 +29,23 @@ from scaletune.tuning import TuningController, summarize
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "tuning-bank-marketing.toml"
 
 
+def seeded_job_parser(description: str | None, seeds: int) -> argparse.ArgumentParser:
+    """What every benchmark that runs the reference's job seed by seed is asked: how many
+    seeds (0, 1, ...), jobs per tuning job and jobs at once. Parse with `seeded_job_args`."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--seeds", type=int, default=seeds, help="tuning jobs per variant")
+    parser.add_argument("--max-jobs", type=int, default=30)
+    parser.add_argument("--parallel", type=int, default=4)
+    return parser
+
+
+def seeded_job_args(parser: argparse.ArgumentParser) -> argparse.Namespace:
+    args = parser.parse_args()
+    if args.seeds < 1:
+        parser.error(f"--seeds {args.seeds}: need 1 or more")
+    return args
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--max-jobs", type=int, default=30)

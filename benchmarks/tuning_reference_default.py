@@ -23,7 +23,6 @@ Writes benchmarks/results/tuning_reference_default.{json,md}.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import tempfile
 from pathlib import Path
@@ -32,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks._report import paired_interval, write
+from benchmarks.tuning_reference import seeded_job_args, seeded_job_parser
 from benchmarks.tuning_reference_searchers import run_and_summarize
 from scaletune.api import Session
 
@@ -50,13 +50,8 @@ ISSUE_SEEDS = 3
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--max-jobs", type=int, default=30)
-    parser.add_argument("--parallel", type=int, default=4)
-    args = parser.parse_args()
-    if args.seeds < 1:
-        parser.error(f"--seeds {args.seeds}: need 1 or more")
+    parser = seeded_job_parser(__doc__, seeds=3)
+    args = seeded_job_args(parser)
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in VARIANTS}
     names = list(VARIANTS)
     with tempfile.TemporaryDirectory() as scratch, Session(Path(scratch) / "store.db") as session:

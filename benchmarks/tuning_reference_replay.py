@@ -28,7 +28,12 @@ from typing import Any
 import numpy as np
 
 from benchmarks._report import paired_interval, write
-from benchmarks.tuning_reference import EXAMPLE, run_reference_job
+from benchmarks.tuning_reference import (
+    EXAMPLE,
+    run_reference_job,
+    seeded_job_args,
+    seeded_job_parser,
+)
 from scaletune.api import Session
 from scaletune.simulation import ReplaySource, simulate_tuning
 from scaletune.spec import TuningJobSpec
@@ -59,11 +64,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--max-jobs", type=int, default=30)
-    parser.add_argument("--parallel", type=int, default=4)
-    args = parser.parse_args()
+    parser = seeded_job_parser(__doc__, seeds=3)
+    args = seeded_job_args(parser)
     runs: dict[str, list[dict[str, Any]]] = {}
     recorded_aucs: list[float] = []
     rungs: list[dict[int, dict[str, Any]]] = []  # per seed: rung -> its agreement

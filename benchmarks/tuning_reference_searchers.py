@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks._report import paired_interval, write
-from benchmarks.tuning_reference import run_reference_job
+from benchmarks.tuning_reference import run_reference_job, seeded_job_args, seeded_job_parser
 from scaletune.api import Session
 from scaletune.tuning import summarize
 
@@ -39,12 +39,9 @@ DEFAULT = "LastValueTPE"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seeds", type=int, default=30)
-    parser.add_argument("--max-jobs", type=int, default=30)
-    parser.add_argument("--parallel", type=int, default=4)
+    parser = seeded_job_parser(__doc__, seeds=30)
     parser.add_argument("--full-search-seeds", type=int, default=3)
-    args = parser.parse_args()
+    args = seeded_job_args(parser)
     if not 1 <= args.full_search_seeds <= args.seeds:
         parser.error(f"--full-search-seeds {args.full_search_seeds}: between 1 and --seeds")
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in SEARCHERS}
