@@ -16,7 +16,13 @@ if TYPE_CHECKING:
         training_spec_from_dict,
         tuning_spec_from_dict,
     )
-    from scaletune.spec._names import BILLABLE_SECONDS, COST_METRICS, WALL_SECONDS, ObjectiveType
+    from scaletune.spec._names import (
+        BILLABLE_SECONDS,
+        COST_METRICS,
+        WALL_SECONDS,
+        ObjectiveType,
+        RankBy,
+    )
     from scaletune.spec._objectives import (
         ConstraintSpec,
         ObjectiveSpec,
@@ -61,7 +67,6 @@ if TYPE_CHECKING:
         HyperbandSpec,
         HyperbandType,
         PBTSpec,
-        RankBy,
         Strategy,
         TuningJobSpec,
         WarmStartSpec,
@@ -116,7 +121,7 @@ _WHERE = {
     "EarlyStopping": "_tuning",
     "HyperbandSpec": "_tuning",
     "HyperbandType": "_tuning",
-    "RankBy": "_tuning",
+    "RankBy": "_names",
     "PBTSpec": "_tuning",
     "Strategy": "_tuning",
     "TuningJobSpec": "_tuning",

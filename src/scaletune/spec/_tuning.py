@@ -9,7 +9,13 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, model_validator
 
 from scaletune.errors import InvalidInputError
-from scaletune.spec._names import CLUSTER_SIZE, COST_METRICS, ObjectiveType
+from scaletune.spec._names import (
+    CLUSTER_SIZE,
+    COST_METRICS,
+    ObjectiveType,
+    RankBy,
+    default_rank_by,
+)
 from scaletune.spec._objectives import ConstraintSpec, ObjectiveSpec
 from scaletune.spec._ranges import (
     CategoricalRange,
@@ -57,21 +63,6 @@ def default_searcher(multi_objective: bool) -> HyperbandSearcher:
     (benchmarks/results/tuning_lcbench_all_seeds30to39.md, tuning_reference_searchers.md).
     Its model fits one objective: Random with several."""
     return "Random" if multi_objective else "LastValueTPE"
-
-
-RankBy = Literal["value", "forecast"]
-
-
-def default_rank_by(multi_objective: bool) -> RankBy:
-    """What Hyperband's rungs rank when the spec does not say. The forecast with one
-    objective: on all 34 LCBench tasks x 50 seeds, against ranking values, regret +0.15
-    [-0.06, +0.35] / -0.34 [-0.55, -0.15] / -0.90 [-1.08, -0.71] at 25 / 50 / 100 % of the
-    budget (a little later to stop poor trials, much better at the end), and on the
-    reference's bank job it keeps the slow learners that win there, level with the full search
-    at 0.20x its cost where values trail it by 0.0054
-    (benchmarks/results/tuning_lcbench_all_pooled50.md, tuning_reference_default.md). Values
-    with several objectives, where it was not measured."""
-    return "value" if multi_objective else "forecast"
 
 
 class HyperbandSpec(_Frozen):

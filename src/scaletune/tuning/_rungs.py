@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from scaletune.errors import InvalidInputError
+from scaletune.spec._names import default_rank_by
 from scaletune.store import JobStatus, MetricPoint, Store
 from scaletune.tuning._forecast import forecast
 from scaletune.tuning._objectives import Goals
@@ -108,8 +109,8 @@ def rung_agreement(
     objectives = Goals.of_record(record.spec).objectives
     objective = objectives[0]
     hyperband = record.spec.get("hyperband") or {}
-    if rank_by is None:  # the job's; unset: Hyperband's default (spec.default_rank_by)
-        own = hyperband.get("rank_by") or ("value" if len(objectives) > 1 else "forecast")
+    if rank_by is None:  # the job's; unset: Hyperband's default
+        own = hyperband.get("rank_by") or default_rank_by(len(objectives) > 1)
         rank_by = own if hyperband else "value"
     if rank_by not in ("value", "forecast"):
         raise InvalidInputError(f"rank_by must be 'value' or 'forecast' (got {rank_by!r})")
