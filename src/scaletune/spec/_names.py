@@ -23,11 +23,11 @@ RankBy = Literal["value", "forecast"]
 
 def default_rank_by(multi_objective: bool) -> RankBy:
     """What Hyperband's rungs rank when the spec does not say. The forecast with one
-    objective: on all 34 LCBench tasks x 50 seeds, against ranking values, regret +0.15
-    [-0.06, +0.35] / -0.34 [-0.55, -0.15] / -0.90 [-1.08, -0.71] at 25 / 50 / 100 % of the
+    objective: on all 34 LCBench tasks x 60 seeds, against ranking values, regret +0.14
+    [-0.04, +0.33] / -0.34 [-0.52, -0.17] / -0.90 [-1.07, -0.74] at 25 / 50 / 100 % of the
     budget (a little later to stop poor trials, much better at the end), and on the
     reference's bank job it keeps the slow learners that win there, level with the full search
     at 0.20x its cost where values trail it by 0.0054
-    (benchmarks/results/tuning_lcbench_all_pooled50.md, tuning_reference_default.md). Values
+    (benchmarks/results/tuning_lcbench_all_pooled60.md, tuning_reference_default.md). Values
     with several objectives, where it was not measured."""
     return "value" if multi_objective else "forecast"
