@@ -62,7 +62,8 @@ PEERS = (
 def incumbent_curve(best_by_fraction: list[float | None]) -> list[float | None]:
     """A run's incumbent (its best value reported by each fraction of GRID; None before its
     first report) as the results hold it: without its flat tail, the last value holding to the
-    end. Most runs stop improving well before the budget ends: this halves the files."""
+    end. Most runs stop improving well before the budget ends: this cuts the files by a
+    quarter."""
     curve = list(best_by_fraction)
     while len(curve) > 1 and curve[-1] == curve[-2]:
         curve.pop()

@@ -84,17 +84,17 @@ class _Communicator(collective.CommunicatorContext):
 
     A worker whose peer was lost (killed, its machine gone) fails in a collective with a
     broken connection, a fault a retry mends. Leaving the communicator then finalizes it, and
-    that fails too (it cannot reach the peer to shut down): raised from `__exit__`, its error
-    ("Failed to shutdown.") would replace the training error, and the job would fail as if
-    the program were at fault. So the training error goes on; finalize's is only logged."""
+    that can fail too (shutting down waits on the lost peer and reports to the tracker, which
+    may have gone): raised from `__exit__`, its error ("Failed to shutdown.") would replace the
+    training error, and the job would fail as if the program were at fault. So the training
+    error goes on; finalize's is only logged."""
 
     def __exit__(self, *exc_info: Any) -> None:
-        if exc_info[0] is None:
-            super().__exit__(*exc_info)
-            return
         try:
             super().__exit__(*exc_info)
         except xgb.core.XGBoostError as error:
+            if exc_info[0] is None:  # training ended well: this is the error
+                raise
             print(
                 f"scaletune: finalizing XGBoost's communicator failed too: {error}",
                 file=sys.stderr,
