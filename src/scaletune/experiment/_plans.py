@@ -73,6 +73,13 @@ _XGBOOST_RANGES: dict[str, dict[str, Any]] = {
     "colsample_bytree": {"type": "Continuous", "min_value": 0.01, "max_value": 1},
 }
 
+REFERENCE_ASYNC_SERVER: dict[str, Any] = {
+    "strategy": "parameter_server",
+    "mode": "async",
+    "staleness_compensation": "none",
+    "implicit_momentum": "ignore",
+}
+
 # One worker's settings for MNIST-like images (benchmarks/dnn_modes.md); on an asynchronous
 # parameter server, stale gradients compound with momentum and the weights oscillate.
 DNN_NAIVE: dict[str, Any] = {
@@ -138,7 +145,9 @@ def plan_for(
             hyperparameters=DNN_NAIVE
             if full
             else {**DNN_NAIVE, "batch_size": 32, "hidden_units": 64},
-            distribution={"strategy": "parameter_server", "mode": "async"},
+            # The reference's server: stale gradients applied as they come, the momentum asked
+            # for kept (scaletune's default takes off what asynchrony adds).
+            distribution=REFERENCE_ASYNC_SERVER,
             objective_metric="validation:accuracy",
             test_metric="test:accuracy",
             ranges=_DNN_RANGES,

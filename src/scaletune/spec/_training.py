@@ -48,6 +48,23 @@ class SyncMode(StrEnum):
     ASYNC = "async"
 
 
+class StalenessCompensation(StrEnum):
+    """How an asynchronous parameter server treats a gradient computed on old weights."""
+
+    NONE = "none"  # applied as it is
+    LR = "lr"  # its step divided by its staleness (Zhang et al. 2016)
+    DC = "dc"  # delay-compensated (DC-ASGD, Zheng et al. 2017), strength `dc_lambda`
+
+
+class ImplicitMomentum(StrEnum):
+    """Asynchrony adds momentum of its own (Mitliagkas et al. 2016): about s / (1 + s) for a
+    mean staleness s, 1 - 1/N with N workers. `subtract` lowers the optimiser's momentum by
+    what the measured staleness implies, so that the two together stay near the job's."""
+
+    IGNORE = "ignore"
+    SUBTRACT = "subtract"
+
+
 class TaskKind(StrEnum):
     """A process's part in a job, as TensorFlow's TF_CONFIG names it."""
 
@@ -136,6 +153,22 @@ class DistributionSpec(_Frozen):
         ge=0,
         description="parameter_server async: a worker waits while it is more than this many "
         "updates ahead of the slowest (stale-synchronous parallel); unbounded if unset",
+    )
+    staleness_compensation: StalenessCompensation = Field(
+        default=StalenessCompensation.NONE,
+        description="parameter_server async: how a stale gradient is applied",
+    )
+    implicit_momentum: ImplicitMomentum = Field(
+        default=ImplicitMomentum.SUBTRACT,
+        description="parameter_server async: whether the optimiser's momentum is lowered by "
+        "the momentum that asynchrony adds",
+    )
+    dc_lambda: float = Field(
+        default=2.0,
+        gt=0,
+        le=1000,
+        description="staleness_compensation='dc': lambda_0 of DC-ASGD-a (adapted by the "
+        "gradient's running mean square)",
     )
     parameter_servers: int | None = Field(
         default=None,

@@ -51,6 +51,32 @@ DIGITS = {"dataset": "digits"}
             {"strategy": "parameter_server", "staleness_bound": 2},
             "distribution.staleness_bound=2 applies to distribution.mode='async' only",
         ),
+        (
+            {"lr_scaling": "adascale", "optimizer": "adam"},
+            {},
+            "hyperparameters.lr_scaling='adascale' scales SGD's step; "
+            "hyperparameters.optimizer='adam' normalises its own",
+        ),
+        (
+            {"lr_scaling": "adascale"},
+            {"strategy": "parameter_server", "mode": "async"},
+            "hyperparameters.lr_scaling='adascale' needs synchronous updates",
+        ),
+        (
+            {},
+            {"strategy": "parameter_server", "staleness_compensation": "lr"},
+            "distribution.staleness_compensation='lr' applies to distribution.mode='async' only",
+        ),
+        (
+            {},
+            {"strategy": "parameter_server", "mode": "async", "staleness_compensation": "x"},
+            "distribution.staleness_compensation: Input should be 'none', 'lr' or 'dc' (got 'x')",
+        ),
+        (
+            {"lr_schedule": "cosine", "lr_final": 2},
+            {},
+            "hyperparameters.lr_final: Input should be less than or equal to 1 (got 2)",
+        ),
     ],
 )
 def test_bad_specs(

@@ -22,6 +22,7 @@ def _run(
     distribution: dict[str, Any],
     program: WorkerProgram | None = None,
     retry: dict[str, Any] | None = None,
+    **changes: Any,
 ) -> TrainingJobRecord:
     spec = training_spec_from_dict(
         {
@@ -35,6 +36,7 @@ def _run(
                 "momentum": 0.9,
                 "epochs": 3,
                 "warmup_epochs": 1,
+                **changes,
             },
             "channels": {"train": DIGITS, "validation": DIGITS},
             "checkpoint": {"every_steps": 15, "every_seconds": None},
@@ -44,16 +46,25 @@ def _run(
     return run_job(session, spec, program)
 
 
+ADASCALE = {"lr_scaling": "adascale", "lr_schedule": "cosine", "lr_final": 0.1}
+
+
 @pytest.mark.parametrize(
-    "distribution",
-    [{"strategy": "allreduce"}, {"strategy": "parameter_server", "mode": "sync"}],
-    ids=["allreduce", "parameter-server-sync"],
+    ("distribution", "changes"),
+    [
+        ({"strategy": "allreduce"}, {}),
+        ({"strategy": "parameter_server", "mode": "sync"}, {}),
+        # The gain's estimates and the progress made are in the checkpoint.
+        ({"strategy": "allreduce"}, ADASCALE),
+        ({"strategy": "parameter_server", "mode": "sync"}, ADASCALE),
+    ],
+    ids=["allreduce", "parameter-server-sync", "allreduce-adascale", "parameter-server-adascale"],
 )
 def test_a_killed_dnn_worker_resumes_from_its_checkpoint_and_matches(
-    session: Session, distribution: dict[str, Any]
+    session: Session, distribution: dict[str, Any], changes: dict[str, Any]
 ) -> None:
-    plain = _run(session, distribution)
-    record = _run(session, distribution, programs.dnn_rank1_killed_on_first_attempt)
+    plain = _run(session, distribution, **changes)
+    record = _run(session, distribution, programs.dnn_rank1_killed_on_first_attempt, **changes)
     assert record.status is JobStatus.COMPLETED, record.failure_reason
     first, second = session.store.attempts.of(record.id)
     assert first.reason == "worker 1 exited unexpectedly (killed by SIGKILL)"
@@ -66,6 +77,10 @@ def test_a_killed_dnn_worker_resumes_from_its_checkpoint_and_matches(
     assert record.final_metrics["train:loss"] == pytest.approx(
         plain.final_metrics["train:loss"], rel=1e-5
     )
+    if changes:
+        gains = session.store.metrics(record.id, "adascale:gain")
+        expected_gains = session.store.metrics(plain.id, "adascale:gain")
+        assert [p.value for p in gains] == pytest.approx([p.value for p in expected_gains])
 
 
 @pytest.mark.parametrize(

@@ -9,12 +9,12 @@ import pytest
 import torch
 from torch import nn
 
-from scaletune.algorithms.dnn import LearningRateSchedule
 from scaletune.algorithms.dnn._parameter_server import (
     ParameterServer,
     ParameterServerClient,
     ParameterServerError,
 )
+from scaletune.algorithms.dnn._ps_updates import ServerUpdates
 from scaletune.cluster import free_port
 
 AUTHKEY = b"test"
@@ -29,8 +29,7 @@ def _server(world_size: int, *, synchronous: bool, bound: int | None = None) -> 
     model = _model()
     return ParameterServer(
         model,
-        torch.optim.SGD(model.parameters(), lr=1.0),
-        LearningRateSchedule(1.0, 1.0, 0),
+        ServerUpdates.constant(model, torch.optim.SGD(model.parameters(), lr=1.0), 1.0),
         world_size=world_size,
         synchronous=synchronous,
         staleness_bound=bound,

@@ -20,7 +20,13 @@ from pydantic import BaseModel
 from scaletune.algorithms._base import Algorithm, PreparedData
 from scaletune.data import Table
 from scaletune.errors import InvalidInputError
-from scaletune.spec import ChannelName, DistributionStrategy, SyncMode, TrainingJobSpec
+from scaletune.spec import (
+    ChannelName,
+    DistributionStrategy,
+    StalenessCompensation,
+    SyncMode,
+    TrainingJobSpec,
+)
 from scaletune.worker import WorkerProgram
 
 from ._gns import GradientNoiseScale
@@ -66,6 +72,25 @@ class DNNAlgorithm(Algorithm):
             raise InvalidInputError(
                 f"distribution.staleness_bound={distribution.staleness_bound} applies to "
                 "distribution.mode='async' only"
+            )
+        compensation = distribution.staleness_compensation
+        if (
+            compensation is not StalenessCompensation.NONE
+            and distribution.mode is not SyncMode.ASYNC
+        ):
+            raise InvalidInputError(
+                f"distribution.staleness_compensation={compensation.value!r} applies to "
+                "distribution.mode='async' only"
+            )
+        assert isinstance(hyperparameters, DNNHyperparameters)
+        if (
+            hyperparameters.lr_scaling is LearningRateScaling.ADASCALE
+            and distribution.mode is SyncMode.ASYNC
+        ):
+            raise InvalidInputError(
+                "hyperparameters.lr_scaling='adascale' needs synchronous updates (all-reduce "
+                "or distribution.mode='sync'); an asynchronous server has "
+                "distribution.implicit_momentum and distribution.staleness_compensation"
             )
 
     def prepare_data(

@@ -19,6 +19,7 @@ from scaletune.worker import WorkerContext
 from ._checkpoint import STATE_FILE, Position, pack, rank_state, unpack
 from ._common import (
     LossTally,
+    Plan,
     backward,
     make_optimizer,
     micro_batch_loss,
@@ -26,8 +27,12 @@ from ._common import (
     set_learning_rate,
 )
 from ._gns import GradientNoiseScale
+from ._hyperparameters import LearningRateScaling
+from ._norms import MicroBatchNorms
+from ._pace import Pace, pace_for
 from ._run import DNNRun
-from ._schedule import LearningRateSchedule
+
+ADASCALE = LearningRateScaling.ADASCALE
 
 # Ranks agree on stopping every this many updates (one tiny all-reduce), and at each epoch's end.
 STOP_CHECK_UPDATES = 20
@@ -62,90 +67,125 @@ def _process_group(run: DNNRun) -> Iterator[None]:
     dist.destroy_process_group()
 
 
-def _average_and_measure(model: nn.Module, world_size: int) -> tuple[float, float]:
-    """All-reduce the local gradients by hand (DDP was told not to), returning the squared
-    norms before and after: this worker's gradient and the average over all workers."""
-    parameters = list(model.parameters())
-    for parameter in parameters:
-        if parameter.grad is None:  # every rank must send the same layout
-            parameter.grad = torch.zeros_like(parameter)
-    flat = torch.cat([p.grad.reshape(-1) for p in parameters if p.grad is not None])
-    local = float(flat.pow(2).sum())
-    dist.all_reduce(flat)
-    flat /= world_size
-    offset = 0
-    for parameter in parameters:
-        assert parameter.grad is not None
-        size = parameter.numel()
-        parameter.grad.copy_(flat[offset : offset + size].view_as(parameter))
-        offset += size
-    return local, float(flat.pow(2).sum())
+def _noise_estimate(run: DNNRun) -> GradientNoiseScale | None:
+    """The estimates of the gradient's signal and noise, where there are two batch sizes to
+    compare (S = workers x micro-batches > 1) and something wants them."""
+    hyperparameters = run.hyperparameters
+    micro_batches = run.ctx.world_size * hyperparameters.gradient_accumulation_steps
+    wanted = hyperparameters.gns_every_updates > 0 or hyperparameters.lr_scaling is ADASCALE
+    if micro_batches < 2 or not wanted:
+        return None
+    batch = hyperparameters.batch_size
+    return GradientNoiseScale(batch, batch * micro_batches)
+
+
+def _measuring(run: DNNRun, update: int) -> bool:
+    """AdaScale's gain is taken at every update; the noise scale alone is sampled."""
+    hyperparameters = run.hyperparameters
+    if hyperparameters.lr_scaling is ADASCALE:
+        return True
+    every = hyperparameters.gns_every_updates
+    return every > 0 and (update + 1) % every == 0
+
+
+def _measure(norms: MicroBatchNorms, noise: GradientNoiseScale, world_size: int) -> None:
+    local, averaged = norms.take()
+    summed = _sum_over_ranks([local], world_size)[0]  # the same on every rank
+    noise.update(summed / noise.scale, averaged)
 
 
 def _train(run: DNNRun) -> tuple[nn.Module, int]:
+    """Returns the model and the epoch it ended in (the last one reported, or the one under
+    way when a stop cut it short)."""
     ctx, hyperparameters, plan = run.ctx, run.hyperparameters, run.plan
     world_size = ctx.world_size
     model = run.new_model()
-    wrapped: nn.Module = model
-    noise: GradientNoiseScale | None = None
-    # Sampled every few updates: the estimates are smoothed over many steps anyway.
-    sample_every = hyperparameters.gns_every_updates
-    if world_size > 1 and sample_every > 0:
-        local_batch = hyperparameters.batch_size * hyperparameters.gradient_accumulation_steps
-        noise = GradientNoiseScale(local_batch, local_batch * world_size)
+    noise = _noise_estimate(run)
+    norms = None
+    if noise is not None:
+        norms = MicroBatchNorms(model, hyperparameters.gradient_accumulation_steps)
     optimizer = make_optimizer(model.parameters(), hyperparameters)
     position, tally = _resume(run, model, optimizer, noise)
-    if world_size > 1:  # after loading: DDP broadcasts rank 0's weights to the others
-        ddp = DistributedDataParallel(model)
-        wrapped = ddp
-    schedule = LearningRateSchedule.for_job(hyperparameters, world_size, plan.updates_per_epoch)
-    update, epoch = position.update, position.epoch
-    for epoch in range(position.epoch, hyperparameters.epochs + 1):
+    # After loading: DDP broadcasts rank 0's weights to the others.
+    ddp = DistributedDataParallel(model) if world_size > 1 else None
+    wrapped: nn.Module = model if ddp is None else ddp
+    pace = pace_for(hyperparameters, world_size, plan.train_rows, plan.updates_per_epoch)
+    update, progress = position.update, position.progress_or_update
+    reached = pace.reached(position)
+    for epoch in itertools.count(position.epoch):
+        if reached >= pace.epochs:
+            break
         skip = position.index if epoch == position.epoch else 0
-        tally = tally if epoch == position.epoch else LossTally()
-        agreed_stop = False
-        updates = itertools.islice(enumerate(plan.updates(run.train, epoch)), skip, None)
-        for index, micro_batches in updates:
-            set_learning_rate(optimizer, schedule.at(update))
-            # A sampling update keeps every gradient local and averages it by hand, to see
-            # the norm before and after; the others go through DDP's own (C++) all-reduce.
-            measuring = noise is not None and (update + 1) % sample_every == 0
+        for index, micro_batches in itertools.islice(
+            enumerate(plan.updates(run.train, epoch)), skip, None
+        ):
+            measuring = norms is not None and _measuring(run, update)
+            if norms is not None:
+                norms.active = measuring
             for position_in_update, rows in enumerate(micro_batches):
                 # Gradients of all but the last micro-batch stay local (summed in .grad).
                 last = position_in_update == len(micro_batches) - 1
-                syncs = world_size == 1 or (last and not measuring)
-                with contextlib.nullcontext() if syncs else ddp.no_sync():
+                with contextlib.nullcontext() if ddp is None or last else ddp.no_sync():
                     loss = micro_batch_loss(wrapped, run.train, rows, len(micro_batches))
                     backward(loss)
                 tally.add(float(loss.detach()) * len(micro_batches) * len(rows), len(rows))
-            if noise is not None and measuring:
-                noise.update(*_average_and_measure(model, world_size))
+            if measuring and noise is not None and norms is not None:
+                _measure(norms, noise, world_size)
+            scale = pace.scale(progress, noise)
+            set_learning_rate(optimizer, pace.schedule.rate(progress, scale))
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             update += 1
-            checking = (index + 1) % STOP_CHECK_UPDATES == 0
-            stop, by_time = _agree(ctx) if checking else (False, False)
+            progress = pace.advance(progress, scale)
+            here = _next(pace.at(epoch, index + 1, update, progress), plan)
+            closing = pace.reached(here) > reached
+            if closing:
+                reached = pace.reached(here)
+                stop, by_time = _close_epoch(run, model, here, tally, noise, pace)
+                tally = LossTally()
+            elif (index + 1) % STOP_CHECK_UPDATES == 0:
+                stop, by_time = _agree(ctx)
+            else:
+                stop = by_time = False
             checkpoints = ctx.checkpoints
             if checkpoints is not None and (stop or by_time or checkpoints.step_due(update)):
-                here = Position(epoch, index + 1, update)
                 _save(run, model, optimizer, here, tally, noise)
-            if stop:
-                agreed_stop = True
+            if stop:  # mid-epoch, the epoch under way is not reported as if it were whole
+                return model, reached if closing else reached + 1
+            if reached >= pace.epochs:
                 break
-        totals = _sum_over_ranks(
-            [float(agreed_stop or ctx.stop_requested()), tally.total, tally.examples],
-            world_size,
-        )
-        metrics = {"train:loss": totals[1] / max(totals[2], 1.0)}
-        if noise is not None and noise.b_simple is not None:
-            metrics["gns:b_simple"] = noise.b_simple
-        if not agreed_stop:  # a partial epoch is not reported as if it were whole
-            run.end_epoch(epoch, model, metrics)
-        if totals[0] > 0:
-            if not agreed_stop and ctx.checkpoints is not None:  # stopped at the epoch's end
-                _save(run, model, optimizer, Position(epoch + 1, 0, update), LossTally(), noise)
-            break
-    return model, epoch
+    return model, reached
+
+
+def _next(position: Position, plan: Plan) -> Position:
+    """A position at an epoch's last update is the next epoch's start."""
+    if position.index >= plan.updates_per_epoch:
+        return dataclasses.replace(position, epoch=position.epoch + 1, index=0)
+    return position
+
+
+def _close_epoch(
+    run: DNNRun,
+    model: nn.Module,
+    here: Position,
+    tally: LossTally,
+    noise: GradientNoiseScale | None,
+    pace: Pace,
+) -> tuple[bool, bool]:
+    """Every rank at the same update: the epoch's loss summed over the ranks and reported.
+    Returns, as `_agree` does, whether to stop and whether a checkpoint is due by the clock."""
+    ctx = run.ctx
+    by_time = ctx.checkpoints is not None and ctx.checkpoints.time_due()
+    stop, due, total, examples = _sum_over_ranks(
+        [float(ctx.stop_requested()), float(by_time), tally.total, tally.examples],
+        ctx.world_size,
+    )
+    metrics = {"train:loss": total / max(examples, 1.0)}
+    if noise is not None and noise.b_simple is not None:
+        metrics["gns:b_simple"] = noise.b_simple
+    metrics |= pace.metrics(here, noise, run.plan.updates_per_epoch)
+    run.end_epoch(pace.reached(here), model, metrics)
+    return stop > 0, due > 0
 
 
 def _agree(ctx: WorkerContext) -> tuple[bool, bool]:

@@ -22,10 +22,15 @@ class Position:
     epoch: int  # the epoch under way (1-based)
     index: int  # updates already done in it
     update: int  # updates done in all
+    progress: float | None = None  # with AdaScale, one worker's updates made (`_pace`)
 
     @classmethod
     def start(cls) -> Position:
         return cls(epoch=1, index=0, update=0)
+
+    @property
+    def progress_or_update(self) -> float:
+        return float(self.update) if self.progress is None else self.progress
 
 
 def pack(state: dict[str, Any]) -> bytes:

@@ -1,11 +1,17 @@
-"""Gradient noise scale from data-parallel training, at the cost of one norm per step.
+"""Gradient noise scale from data-parallel training, and AdaScale's gain from it.
 
 McCandlish et al. (2018), appendix A.1: with |G_b|^2 the squared norm of a gradient averaged
-over b examples, E|G_b|^2 = |G|^2 + tr(Sigma)/b. Two batch sizes give two equations: here a
-worker's own gradient (b = per-worker batch) and the all-reduced one (B = N b). Solving gives
-unbiased estimates of |G|^2 and tr(Sigma); each is smoothed on its own (a ratio of noisy
-estimates is biased) and B_simple = tr(Sigma) / |G|^2 is the batch size beyond which a bigger
-batch buys little more progress per step."""
+over b examples, E|G_b|^2 = |G|^2 + tr(Sigma)/b. Two batch sizes give two equations: here the
+mean of the S micro-batch gradients' own squared norms (b = micro-batch; S = workers x
+accumulated micro-batches) and the averaged gradient's (B = S b). Solving gives unbiased
+estimates of |G|^2 and tr(Sigma); each is smoothed on its own (a ratio of noisy estimates is
+biased) and B_simple = tr(Sigma) / |G|^2 is the batch size beyond which a bigger batch buys
+little more progress per step.
+
+AdaScale's gain (Johnson et al. 2020) is the same two estimates at the two batch sizes:
+r = (sigma^2 + mu^2) / (sigma^2 / S + mu^2), with sigma^2 = tr(Sigma) / b the variance of one
+micro-batch's gradient and mu^2 = |G|^2, i.e. r = (1 + B_simple / b) / (1 + B_simple / B):
+1 where the signal dominates, S where the noise does."""
 
 from __future__ import annotations
 
@@ -33,6 +39,21 @@ class GradientNoiseScale:
 
     def _smooth(self, average: float | None, value: float) -> float:
         return value if average is None else self.decay * average + (1 - self.decay) * value
+
+    @property
+    def scale(self) -> float:
+        """S: how many micro-batches each update averages."""
+        return self.big_batch / self.small_batch
+
+    @property
+    def gain(self) -> float:
+        """AdaScale's r in [1, S]; 1 until the first estimate."""
+        if self._true_sq is None or self._trace is None or self._trace <= 0:
+            return 1.0
+        if self._true_sq <= 0:  # no signal left to see beside the noise
+            return self.scale
+        b_simple = self._trace / self._true_sq
+        return (1 + b_simple / self.small_batch) / (1 + b_simple / self.big_batch)
 
     @property
     def b_simple(self) -> float | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class Architecture(StrEnum):
@@ -22,18 +22,31 @@ class LearningRateScaling(StrEnum):
     """How the learning rate grows with the number of workers N (the global batch grows N-fold).
 
     `linear` is Goyal et al.'s rule for SGD (lr x N, with warm-up); `sqrt` keeps the gradient
-    noise per unit of progress constant (lr x sqrt N), the usual choice for Adam."""
+    noise per unit of progress constant (lr x sqrt N), the usual choice for Adam. `adascale`
+    (Johnson et al. 2020, SGD) measures the gain at every update from the gradient noise, and
+    counts epochs as one worker's (`_adascale`)."""
 
     NONE = "none"
     LINEAR = "linear"
     SQRT = "sqrt"
+    ADASCALE = "adascale"
 
     def factor(self, workers: int) -> float:
+        """The fixed factor; AdaScale's gain is measured, not fixed (1 here)."""
         if self is LearningRateScaling.LINEAR:
             return float(workers)
         if self is LearningRateScaling.SQRT:
             return math.sqrt(workers)
         return 1.0
+
+
+class LearningRateDecay(StrEnum):
+    """How the learning rate falls over the job's progress (in one worker's epochs with
+    AdaScale, so that the schedule composes with its gain as in the paper)."""
+
+    CONSTANT = "constant"
+    STEP = "step"  # x lr_decay every lr_step_epochs
+    COSINE = "cosine"  # half a cosine down to lr_final x the rate at the last epoch
 
 
 class DNNHyperparameters(BaseModel):
@@ -54,6 +67,16 @@ class DNNHyperparameters(BaseModel):
     warmup_epochs: float = Field(
         default=0.0, ge=0, le=10_000, description="ramp the lr linearly from lr to the scaled lr"
     )
+    lr_schedule: LearningRateDecay = LearningRateDecay.CONSTANT
+    lr_step_epochs: float = Field(
+        default=1.0, gt=0, le=10_000, description="lr_schedule='step': epochs between decays"
+    )
+    lr_decay: float = Field(
+        default=0.1, gt=0, le=1, description="lr_schedule='step': the factor of each decay"
+    )
+    lr_final: float = Field(
+        default=0.0, ge=0, le=1, description="lr_schedule='cosine': the last rate, x the peak"
+    )
     gradient_accumulation_steps: int = Field(
         default=1, ge=1, le=10_000, description="micro-batches summed into one update"
     )
@@ -62,8 +85,20 @@ class DNNHyperparameters(BaseModel):
         ge=0,
         le=1_000_000,
         description="sample the gradient noise scale on every this many updates (0: never); "
-        "a sampling update's all-reduce does not overlap the backward pass",
+        "lr_scaling='adascale' samples every update, as its gain needs",
     )
     num_classes: int | None = Field(
         default=None, ge=2, le=100_000, description="from the data's labels when not given"
     )
+
+    @model_validator(mode="after")
+    def _adascale_needs_sgd(self) -> DNNHyperparameters:
+        if (
+            self.lr_scaling is LearningRateScaling.ADASCALE
+            and self.optimizer is not OptimizerName.SGD
+        ):
+            raise ValueError(
+                f"lr_scaling='adascale' scales SGD's step; optimizer={self.optimizer.value!r} "
+                "normalises its own (use lr_scaling='sqrt' with Adam)"
+            )
+        return self

@@ -23,19 +23,16 @@ from multiprocessing.connection import Connection, answer_challenge, deliver_cha
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import torch
 from torch import nn
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from scaletune.errors import ScaletuneError
 
-from ._common import restore_optimizer
-from ._schedule import LearningRateSchedule
+from ._ps_updates import FloatVector, Pushed, ServerUpdates
 
 CONNECT_SECONDS = 120.0
 ACCEPT_POLL_SECONDS = 0.2
-FloatVector = npt.NDArray[np.float32]
 
 
 class ParameterServerError(ScaletuneError):
@@ -55,6 +52,7 @@ class Push:
     loss_sum: float
     examples: int
     stop_wanted: bool
+    micro_sq: float = 0.0  # its micro-batch gradients' squared norms, summed (AdaScale)
 
 
 @dataclass(frozen=True)
@@ -96,8 +94,7 @@ class ParameterServer:
     def __init__(
         self,
         model: nn.Module,
-        optimizer: torch.optim.Optimizer,
-        schedule: LearningRateSchedule,
+        updates: ServerUpdates,
         *,
         world_size: int,
         synchronous: bool,
@@ -107,16 +104,16 @@ class ParameterServer:
         authkey: bytes,
         resume: dict[str, Any] | None = None,
     ) -> None:
-        """`resume`: a `state()` taken earlier, restored before any worker connects."""
+        """`updates` steps `model`'s weights. `resume`: a `state()` taken earlier, restored
+        before any worker connects."""
         self._model = model
-        self._optimizer = optimizer
-        self._schedule = schedule
+        self._updates = updates
         self._world_size = world_size
         self._synchronous = synchronous
         self._bound = staleness_bound
         self._authkey = authkey
         self._state = threading.Condition()
-        self._version = 0
+        self._sent: dict[int, FloatVector] = {}  # the weights each rank computes on
         self._pending: dict[int, Push] = {}  # sync: this round's pushes, by rank
         self._round_stop = False
         self._stop = False
@@ -146,15 +143,30 @@ class ParameterServer:
         with self._state:
             return {
                 "model": {k: v.clone() for k, v in self._model.state_dict().items()},
-                "optimizer": copy.deepcopy(self._optimizer.state_dict()),
-                "version": self._version,
+                **copy.deepcopy(self._updates.state()),
                 "statistics": dataclasses.asdict(self._statistics),
             }
 
+    def reached(self) -> int:
+        """The last epoch of AdaScale's progress closed (0 with a fixed pace). Read by rank 0
+        after its push came back: synchronously no round completes until it pushes again."""
+        with self._state:
+            return self._updates.reached()
+
+    def progress_metrics(self, updates_per_epoch: int) -> dict[str, float]:
+        """What the pace adds to an epoch's report (AdaScale: gain, updates, data passes)."""
+        with self._state:
+            return self._updates.metrics(updates_per_epoch)
+
+    @property
+    def finished(self) -> bool:
+        """AdaScale's progress is made: the job ends (every worker was told to stop)."""
+        with self._state:
+            return self._updates.finished
+
     def _restore(self, state: dict[str, Any]) -> None:
         self._model.load_state_dict(state["model"])
-        restore_optimizer(self._optimizer, state["optimizer"])
-        self._version = int(state["version"])
+        self._updates.restore(state)
         self._statistics = EpochStatistics(**state["statistics"])
 
     def take_statistics(self) -> EpochStatistics:
@@ -215,7 +227,7 @@ class ParameterServer:
                 raise ParameterServerError(f"expected Hello, got {type(hello).__name__}")
             rank = hello.rank
             with self._state:
-                weights = self._weights(stop=self._stop)
+                weights = self._weights(rank, stop=self._stop)
             connection.send(weights)
             while True:
                 message = connection.recv()
@@ -240,21 +252,24 @@ class ParameterServer:
             if self._synchronous:
                 return self._push_sync(rank, push)
             self._count(push)
-            self._apply([push.gradient])
+            staleness = self._updates.version - push.version
+            self._updates.apply_push(
+                Pushed(push.gradient, staleness=staleness, pulled=self._sent.get(rank))
+            )
             self._clocks[rank] += 1
             if self._bound is not None:
                 self._state.notify_all()
                 self._state.wait_for(lambda: self._within_bound(rank) or bool(self._failure))
-            return self._reply_or_abort()
+            return self._reply_or_abort(rank)
 
     def _push_sync(self, rank: int, push: Push) -> Weights | Abort:
         self._pending[rank] = push
-        round_started = self._version
+        round_started = self._updates.version
         self._complete_round_if_ready()
-        self._state.wait_for(lambda: self._version > round_started or bool(self._failure))
+        self._state.wait_for(lambda: self._updates.version > round_started or bool(self._failure))
         if self._failure:
             return Abort(self._failure)
-        return self._weights(stop=self._round_stop)
+        return self._weights(rank, stop=self._round_stop)
 
     def _complete_round_if_ready(self) -> None:
         if self._pending and len(self._pending) >= len(self._clocks):
@@ -263,15 +278,21 @@ class ParameterServer:
             for rank in sorted(self._pending):
                 self._count(self._pending[rank])
             # Summed in rank order, so the result does not depend on arrival order.
-            self._apply([self._pending[rank].gradient for rank in sorted(self._pending)])
+            self._updates.apply_round(
+                [
+                    Pushed(self._pending[rank].gradient, micro_sq=self._pending[rank].micro_sq)
+                    for rank in sorted(self._pending)
+                ]
+            )
             self._pending.clear()
+            self._stop = self._stop or self._updates.finished
             self._round_stop = self._stop
             self._state.notify_all()
 
     def _count(self, push: Push) -> None:
         self._statistics.loss_sum += push.loss_sum
         self._statistics.examples += push.examples
-        self._statistics.staleness.append(self._version - push.version)
+        self._statistics.staleness.append(self._updates.version - push.version)
 
     def _within_bound(self, rank: int) -> bool:
         return self._clocks[rank] - min(self._clocks.values()) <= (self._bound or 0)
@@ -284,26 +305,16 @@ class ParameterServer:
                 self._complete_round_if_ready()
             self._state.notify_all()
 
-    def _apply(self, gradients: list[FloatVector]) -> None:
-        mean = torch.from_numpy(np.mean(gradients, axis=0) if len(gradients) > 1 else gradients[0])
-        offset = 0
-        for parameter in self._model.parameters():
-            size = parameter.numel()
-            parameter.grad = mean[offset : offset + size].view_as(parameter).clone()
-            offset += size
-        for group in self._optimizer.param_groups:
-            group["lr"] = self._schedule.at(self._version)
-        self._optimizer.step()
-        self._version += 1
-
-    def _weights(self, *, stop: bool) -> Weights:
+    def _weights(self, rank: int, *, stop: bool) -> Weights:
         values = parameters_to_vector(self._model.parameters()).detach().numpy().copy()
-        return Weights(self._version, values, stop)
+        if self._updates.keeps_pulled_weights:
+            self._sent[rank] = values
+        return Weights(self._updates.version, values, stop)
 
-    def _reply_or_abort(self) -> Weights | Abort:
+    def _reply_or_abort(self, rank: int) -> Weights | Abort:
         if self._failure:
             return Abort(self._failure)
-        return self._weights(stop=self._stop)
+        return self._weights(rank, stop=self._stop)
 
 
 class ParameterServerClient:
@@ -323,10 +334,18 @@ class ParameterServerClient:
     def pull_initial(self, model: nn.Module) -> bool:
         return self._load(self._reply(), model)
 
-    def push(self, model: nn.Module, loss_sum: float, examples: int, stop_wanted: bool) -> bool:
+    def push(
+        self,
+        model: nn.Module,
+        loss_sum: float,
+        examples: int,
+        stop_wanted: bool,
+        micro_sq: float = 0.0,
+    ) -> bool:
         """Send this worker's gradient, load the weights that come back; True means stop."""
         gradient = torch.cat([_gradient_of(p).reshape(-1) for p in model.parameters()])
-        self._connection.send(Push(self.version, gradient.numpy(), loss_sum, examples, stop_wanted))
+        push = Push(self.version, gradient.numpy(), loss_sum, examples, stop_wanted, micro_sq)
+        self._connection.send(push)
         return self._load(self._reply(), model)
 
     def done(self) -> None:

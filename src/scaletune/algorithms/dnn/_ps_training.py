@@ -6,40 +6,64 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import nn
 from torch.nn.utils import vector_to_parameters
 
+from scaletune.spec import ImplicitMomentum, StalenessCompensation
 from scaletune.worker import WorkerContext
 
 from ._checkpoint import STATE_FILE, Position, pack, unpack
 from ._common import backward, make_optimizer, micro_batch_loss
+from ._gns import GradientNoiseScale
+from ._hyperparameters import LearningRateScaling
+from ._norms import MicroBatchNorms
+from ._pace import pace_for
 from ._parameter_server import ParameterServer, ParameterServerClient
+from ._ps_updates import ServerUpdates
 from ._run import DNNRun
-from ._schedule import LearningRateSchedule
+from ._staleness import (
+    Compensator,
+    DelayCompensation,
+    ImplicitMomentumCorrection,
+    NoCompensation,
+    StalenessScaledRate,
+)
+
+
+@dataclass(frozen=True)
+class AsynchronyRemedies:
+    """What the job's `[distribution]` says of stale gradients (asynchronous mode)."""
+
+    compensation: StalenessCompensation = StalenessCompensation.NONE
+    dc_lambda: float = 2.0
+    implicit_momentum: ImplicitMomentum = ImplicitMomentum.IGNORE
 
 
 def train_parameter_server(
-    run: DNNRun, *, synchronous: bool, staleness_bound: int | None
+    run: DNNRun,
+    *,
+    synchronous: bool,
+    staleness_bound: int | None,
+    asynchrony: AsynchronyRemedies | None = None,
 ) -> tuple[nn.Module, int]:
     """Train through a parameter server hosted by rank 0; returns the final model (the
     server's weights, on rank 0) and the number of epochs run."""
     ctx, hyperparameters, plan = run.ctx, run.hyperparameters, run.plan
     rendezvous = ctx.task.rendezvous
     authkey = f"scaletune:{ctx.task.job_id}".encode()
+    adaptive = hyperparameters.lr_scaling is LearningRateScaling.ADASCALE
     server: ParameterServer | None = None
     resumed = _resumed_state(run)
     position = Position.start() if resumed is None else Position(**resumed["position"])
     if ctx.is_chief:
         server_model = run.new_model().cpu()
-        # Asynchronously every worker's push is an update of its own: N per worker step.
-        updates_per_epoch = plan.updates_per_epoch * (1 if synchronous else ctx.world_size)
         server = ParameterServer(
             server_model,
-            make_optimizer(server_model.parameters(), hyperparameters),
-            LearningRateSchedule.for_job(hyperparameters, ctx.world_size, updates_per_epoch),
+            _server_updates(run, server_model, synchronous, asynchrony),
             world_size=ctx.world_size,
             synchronous=synchronous,
             staleness_bound=staleness_bound,
@@ -58,10 +82,17 @@ def train_parameter_server(
         )
         try:
             model = run.new_model().cpu()
+            norms = None
+            if adaptive:
+                norms = MicroBatchNorms(model, hyperparameters.gradient_accumulation_steps)
+                norms.active = True
             scoring_model = run.new_model().cpu() if server is not None else None
             stop = client.pull_initial(model)
             epoch, update = position.epoch - 1, position.update
-            while not stop and epoch < hyperparameters.epochs:
+            reported = server.reached() if server is not None and adaptive else epoch
+            # With AdaScale the server says when the progress is made (a stop); passes over
+            # the data go on until then.
+            while not stop and (adaptive or epoch < hyperparameters.epochs):
                 epoch += 1
                 pushed = position.index if epoch == position.epoch else 0
                 for micro_batches in itertools.islice(plan.updates(run.train, epoch), pushed, None):
@@ -72,28 +103,77 @@ def train_parameter_server(
                         backward(loss)
                         loss_sum += float(loss.detach()) * len(micro_batches) * len(rows)
                         examples += len(rows)
-                    stop = client.push(model, loss_sum, examples, ctx.stop_requested())
+                    micro_sq = 0.0 if norms is None else norms.take()[0]
+                    stop = client.push(model, loss_sum, examples, ctx.stop_requested(), micro_sq)
                     pushed += 1
                     update += 1
-                    if server is not None and _due(ctx, update, stop):
+                    if server is not None and adaptive and server.reached() > reported:
+                        reported = server.reached()
+                        _report(run, server, scoring_model, reported)
+                    if server is not None and _due(ctx, update, stop and not server.finished):
                         _save(ctx, server, Position(epoch, pushed, update))
                     if stop:
                         break
                 # A partial epoch is not reported as if it were whole.
                 whole_epoch = pushed == plan.updates_per_epoch
-                if server is not None and scoring_model is not None and whole_epoch:
-                    _load(scoring_model, server.snapshot())
-                    run.end_epoch(epoch, scoring_model, server.take_statistics().metrics())
+                if server is not None and not adaptive and whole_epoch:
+                    _report(run, server, scoring_model, epoch)
             client.done()
         finally:
             client.close()
         if server is not None:
             server.wait_until_all_done()
             _load(model, server.snapshot())
-        return model, epoch
+        return model, reported if adaptive else epoch
     finally:
         if server is not None:
             server.close()
+
+
+def _server_updates(
+    run: DNNRun,
+    model: nn.Module,
+    synchronous: bool,
+    asynchrony: AsynchronyRemedies | None,
+) -> ServerUpdates:
+    ctx, hyperparameters, plan = run.ctx, run.hyperparameters, run.plan
+    # Asynchronously every worker's push is an update of its own: N per worker step.
+    updates_per_epoch = plan.updates_per_epoch * (1 if synchronous else ctx.world_size)
+    pace = pace_for(hyperparameters, ctx.world_size, plan.train_rows, updates_per_epoch)
+    micro_batches = ctx.world_size * hyperparameters.gradient_accumulation_steps
+    noise = None
+    if hyperparameters.lr_scaling is LearningRateScaling.ADASCALE and micro_batches > 1:
+        noise = GradientNoiseScale(
+            hyperparameters.batch_size, hyperparameters.batch_size * micro_batches
+        )
+    compensator: Compensator = NoCompensation()
+    momentum = None
+    if not synchronous and asynchrony is not None:
+        if asynchrony.compensation is StalenessCompensation.LR:
+            compensator = StalenessScaledRate()
+        elif asynchrony.compensation is StalenessCompensation.DC:
+            compensator = DelayCompensation(asynchrony.dc_lambda)
+        if asynchrony.implicit_momentum is ImplicitMomentum.SUBTRACT:
+            momentum = ImplicitMomentumCorrection(hyperparameters.momentum, ctx.world_size - 1)
+    optimizer = make_optimizer(model.parameters(), hyperparameters)
+    return ServerUpdates(
+        model, optimizer, pace, noise=noise, compensation=compensator, momentum=momentum
+    )
+
+
+def _report(
+    run: DNNRun,
+    server: ParameterServer,
+    scoring_model: nn.Module | None,
+    epoch: int,
+) -> None:
+    """Rank 0 scores the server's weights and reports the epoch."""
+    assert scoring_model is not None
+    _load(scoring_model, server.snapshot())
+    metrics = server.take_statistics().metrics()
+    run.end_epoch(
+        epoch, scoring_model, metrics | server.progress_metrics(run.plan.updates_per_epoch)
+    )
 
 
 def _resumed_state(run: DNNRun) -> dict[str, Any] | None:

@@ -1,0 +1,117 @@
+"""How far a DNN job has come, what learning rate its next update takes, and when an epoch
+of it closes (a report) and when the job is done.
+
+With a fixed scaling rule (`FixedPace`) an epoch is one pass over the data and progress is
+the update count. With AdaScale (`AdaScalePace`) progress counts one worker's updates: each
+update adds the gain it was taken with (the sum of r_t, the paper's scale-invariant
+iterations), an epoch closes when one worker would have finished one, and the job ends once
+it has made the progress of `epochs` one-worker epochs. It may pass over the data more often
+than that: where the signal dominates the noise a bigger batch buys little, r stays near 1 and
+each update counts for about one worker's."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+from ._batches import batches_per_epoch
+from ._checkpoint import Position
+from ._gns import GradientNoiseScale
+from ._hyperparameters import DNNHyperparameters, LearningRateScaling
+from ._schedule import LearningRateSchedule
+
+
+class Pace(Protocol):
+    @property
+    def schedule(self) -> LearningRateSchedule: ...
+
+    @property
+    def epochs(self) -> int: ...
+
+    def at(self, epoch: int, index: int, update: int, progress: float) -> Position:
+        """The position after an update (epoch and index: where in the data)."""
+        ...
+
+    def reached(self, position: Position) -> int:
+        """The last epoch closed at this position (0 before the first)."""
+        ...
+
+    def scale(self, progress: float, noise: GradientNoiseScale | None) -> float:
+        """The scaling factor of the next update (warm-up ramped in)."""
+        ...
+
+    def advance(self, progress: float, scale: float) -> float:
+        """Progress after an update taken at this scale."""
+        ...
+
+    def metrics(
+        self, position: Position, noise: GradientNoiseScale | None, updates_per_epoch: int
+    ) -> dict[str, float]:
+        """What an epoch's report adds."""
+        ...
+
+
+@dataclass(frozen=True)
+class FixedPace:
+    schedule: LearningRateSchedule
+    epochs: int
+
+    def at(self, epoch: int, index: int, update: int, progress: float) -> Position:
+        return Position(epoch, index, update)
+
+    def reached(self, position: Position) -> int:
+        return position.epoch - 1
+
+    def scale(self, progress: float, noise: GradientNoiseScale | None) -> float:
+        return self.schedule.scale(progress, self.schedule.fixed_scale)
+
+    def advance(self, progress: float, scale: float) -> float:
+        return progress + 1
+
+    def metrics(
+        self, position: Position, noise: GradientNoiseScale | None, updates_per_epoch: int
+    ) -> dict[str, float]:
+        return {}
+
+
+@dataclass(frozen=True)
+class AdaScalePace:
+    schedule: LearningRateSchedule
+    epochs: int
+    reference_updates_per_epoch: int  # one worker's, at the micro-batch size
+
+    def at(self, epoch: int, index: int, update: int, progress: float) -> Position:
+        return Position(epoch, index, update, progress)
+
+    def reached(self, position: Position) -> int:
+        # A hair of slack: progress summed in floating point lands on a boundary from below.
+        done = position.progress_or_update / self.reference_updates_per_epoch
+        return min(math.floor(done + 1e-9), self.epochs)
+
+    def scale(self, progress: float, noise: GradientNoiseScale | None) -> float:
+        return self.schedule.scale(progress, 1.0 if noise is None else noise.gain)
+
+    def advance(self, progress: float, scale: float) -> float:
+        return progress + scale
+
+    def metrics(
+        self, position: Position, noise: GradientNoiseScale | None, updates_per_epoch: int
+    ) -> dict[str, float]:
+        return {
+            "adascale:gain": 1.0 if noise is None else noise.gain,
+            "train:updates": float(position.update),
+            "train:data_epochs": position.update / updates_per_epoch,
+        }
+
+
+def pace_for(
+    hyperparameters: DNNHyperparameters, workers: int, train_rows: int, updates_per_epoch: int
+) -> Pace:
+    """`updates_per_epoch`: this job's own (its workers, batch and accumulation)."""
+    if hyperparameters.lr_scaling is LearningRateScaling.ADASCALE:
+        reference = batches_per_epoch(train_rows, 1, hyperparameters.batch_size)
+        schedule = LearningRateSchedule.for_job(hyperparameters, 1, reference)
+        return AdaScalePace(schedule, hyperparameters.epochs, reference)
+    schedule = LearningRateSchedule.for_job(hyperparameters, workers, updates_per_epoch)
+    return FixedPace(schedule, hyperparameters.epochs)
