@@ -45,6 +45,9 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.xgboost_workers
 	$(BIN)/python -m benchmarks.tuning_reference --searcher Random --seeds 3
 	$(BIN)/python -m benchmarks.dnn_modes --epochs 5
+	$(BIN)/python -m benchmarks.convergence.scale_out --models mlp
+	$(BIN)/python -m benchmarks.convergence.scale_out --models cnn --seeds 0 --name convergence_scale_out_cnn
+	$(BIN)/python -m benchmarks.convergence.async_staleness
 	$(BIN)/python -m benchmarks.dnn_overhead
 	$(BIN)/python -m benchmarks.script_overhead
 	$(BIN)/python -m benchmarks.advice_accuracy

@@ -280,3 +280,59 @@ def test_the_pbt_example_runs_and_analytics_show_the_lineage(
     assert len(children) >= 1  # two members: the worse is copied over at its interval
     assert set(children["ParentTrial"].astype(int)) <= set(range(len(frame)))
     assert (frame["learning_rate"] > 0).all()
+
+
+TUNING_ONE_WORKER = """
+objective_metric = "validation:accuracy"
+strategy = "Random"
+max_jobs = 2
+max_parallel_jobs = 1
+
+[ranges]
+learning_rate = { type = "Continuous", min_value = 0.01, max_value = 0.2, scaling = "Logarithmic" }
+
+[training]
+algorithm = "dnn"
+instance_count = 1
+hyperparameters = { hidden_units = 16, epochs = 2, batch_size = 32, optimizer = "sgd" }
+channels.train = { dataset = "digits" }
+channels.validation = { dataset = "digits" }
+"""
+
+
+def test_the_best_settings_of_one_worker_run_on_two_with_adascale(
+    store_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    file = tmp_path / "tuning.toml"
+    file.write_text(TUNING_ONE_WORKER)
+    code, out, _ = _cli(capsys, "tune", str(file), "--json")
+    assert code == 0
+    summary = json.loads(out)
+    best_rate = summary["best_hyperparameters"]["learning_rate"]
+    job_file = tmp_path / "job.toml"
+    job_file.write_text(
+        'algorithm = "dnn"\ninstance_count = 1\n'
+        "hyperparameters = { hidden_units = 16, epochs = 2, learning_rate = 0.5 }\n"
+        'channels.train = { dataset = "digits" }\nchannels.validation = { dataset = "digits" }\n'
+    )
+    code, out, err = _cli(
+        capsys,
+        "train",
+        str(job_file),
+        "--best-of",
+        summary["id"],
+        "--set",
+        "instance_count=2",
+        "--set",
+        "hyperparameters.lr_scaling=adascale",
+        "--json",
+    )
+    assert code == 0, err
+    job = json.loads(out)
+    assert job["status"] == "Completed" and job["instance_count"] == 2
+    assert job["hyperparameters"]["learning_rate"] == pytest.approx(best_rate)  # not 0.5
+    assert job["hyperparameters"]["lr_scaling"] == "adascale"
+    assert "adascale:gain" in job["final_metrics"]
+
+    code, _, err = _cli(capsys, "train", str(job_file), "--best-of", "tuning-nope")
+    assert code == 2 and err.count("\n") == 1 and "tuning-nope" in err

@@ -61,8 +61,25 @@ def test_dnn_experiment(session: Session, tmp_path: Path) -> None:
     result = run_convergence(session, plan, [2], seed=0)
     assert result.static[2].record.spec["distribution"]["mode"] == "async"
     assert len(result.static[1].curve) == plan.hyperparameters["epochs"]
+    # Tuned on one worker, carried to two with AdaScale on all-reduce.
+    transfer = result.transfer
+    assert transfer is not None
+    assert {t.instance_count for t in transfer.tuning.trials} == {1}
+    assert sum(transfer.tuning.summary.job_counts.values()) == 3
+    best = transfer.tuning.summary.best
+    assert best is not None
+    for run in (transfer.one_worker_settings, transfer.transferred):
+        assert run.record.status is JobStatus.COMPLETED
+        assert run.record.instance_count == 2
+        assert run.record.spec["distribution"]["strategy"] == "allreduce"
+        assert run.record.hyperparameters["lr_scaling"] == "adascale"
+        assert len(run.curve) == plan.hyperparameters["epochs"]  # one worker's epochs
+    assert transfer.transferred.record.hyperparameters["learning_rate"] == pytest.approx(
+        best.hyperparameters["learning_rate"]
+    )
     report = convergence_report(result)
-    _check_report(report.write(tmp_path / "out").parent, tables=3, pictures=4)
+    page = _check_report(report.write(tmp_path / "out").parent, tables=4, pictures=4)
+    assert "Tuned on 1 worker, carried to 2 with AdaScale" in page
     _check_front(report, result)
 
 

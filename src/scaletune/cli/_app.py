@@ -66,6 +66,15 @@ def train(
             "--set", help="Override a key: --set instance_count=1 --set hyperparameters.eta=0.1"
         ),
     ] = None,
+    best_of: Annotated[
+        str | None,
+        typer.Option(
+            "--best-of",
+            help="Take the tuned settings of this tuning job's best trial (before --set): "
+            "tuned on 1 worker, run on 8 with --set instance_count=8 "
+            "--set hyperparameters.lr_scaling=adascale",
+        ),
+    ] = None,
     json_output: JsonOption = False,
     store: StoreOption = None,
     backend: BackendOption = None,
@@ -75,7 +84,8 @@ def train(
     from scaletune.spec import load_training_spec
 
     chosen = [f"cluster.backend={backend}"] if backend else []
-    spec = load_training_spec(file, [*(overrides or ()), *chosen])
+    best = [] if best_of is None else _best_settings(store, best_of)
+    spec = load_training_spec(file, [*best, *(overrides or ()), *chosen])
     _run_prepared(
         spec.cluster.backend,
         lambda controller: controller.prepare(spec),
@@ -84,6 +94,23 @@ def train(
         ray_address,
         spec.task_count * spec.cluster.cpus_per_worker,
     )
+
+
+def _best_settings(store: str | None, tuning_id: str) -> list[str]:
+    """The best trial's values of the tuned ranges, as --set overrides (a tuned cluster size
+    is left out: the job says where it runs)."""
+    import json
+
+    from scaletune.spec._names import CLUSTER_SIZE
+    from scaletune.tuning import summarize  # SQL aggregates: no tuner, no training stack
+
+    with open_store(store) as records:
+        summary = summarize(records, tuning_id, trade_offs=False)
+    if summary.best is None:
+        raise InvalidInputError(f"--best-of {tuning_id!r}: the tuning job has no best trial yet")
+    tuned = [name for name in summary.record.spec.get("ranges", {}) if name != CLUSTER_SIZE]
+    values = summary.best.hyperparameters
+    return [f"hyperparameters.{name}={json.dumps(values[name])}" for name in tuned]
 
 
 @app.command()

@@ -1,5 +1,6 @@
 """The convergence experiment's report: scaling out with the same settings, tuning the
-scaled-out job, quality against billable cost over every run, and their pictures."""
+scaled-out job, settings carried from one worker (`_transfer_report`), quality against
+billable cost over every run, and their pictures."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from ._report import (
     environment,
 )
 from ._runner import ExperimentResult, StaticRun
+from ._transfer_report import transfer_data, transfer_runs, transfer_table
 
 
 def _score(run: StaticRun, metric: str) -> float | None:
@@ -153,10 +155,16 @@ def convergence_report(result: ExperimentResult) -> Report:
                 ]
             )
         report.tables.append(("Cluster size, same settings", rows, ""))
+    transfer = result.transfer
+    if transfer is not None:
+        report.tables.append(transfer_table(result, transfer))
     front_table, front_picture = _quality_cost_front(result)
     report.tables.append(front_table)
     curves = {f"naive, {size} worker(s)": run.curve for size, run in result.static.items()}
     curves[f"tuned, {n} workers"] = result.tuned.curve
+    if transfer is not None:
+        curves[f"naive, {transfer.label}, {n} workers"] = transfer.one_worker_settings.curve
+        curves[f"tuned on 1, {transfer.label}, {n} workers"] = transfer.transferred.curve
     rungs = figures.hyperband_rungs(plan.min_resource, plan.max_resource, plan.eta)
     report.pictures += [
         (
@@ -234,6 +242,7 @@ def convergence_report(result: ExperimentResult) -> Report:
         "hyperband": _tuning(hyperband, result.hyperband.trials),
         "without_early_stopping": _tuning(plain, result.without_early_stopping.trials),
         "tuned": _record(result.tuned.record),
+        "transfer": None if transfer is None else transfer_data(transfer),
         "wall_seconds": result.wall_seconds,
         "tables": {title: rows for title, rows, _ in report.tables},
     }
@@ -267,6 +276,8 @@ def _quality_cost_front(
             result.tuned.record.billable_seconds or 0.0,
             tuned_score,
         )
+    if result.transfer is not None:
+        runs |= transfer_runs(result, result.transfer)
     directions = [Direction(plan.objective_metric, True), Direction("billable_seconds", False)]
     on_front = pareto_front({k: (v[2], v[1]) for k, v in runs.items()}, directions)
     rows = [["run", "workers", f"validation {label}", "billable worker-s"]] + [
@@ -275,8 +286,9 @@ def _quality_cost_front(
     ]
     note = (
         f"{len(on_front)} of the experiment's {len(runs)} completed runs: no other run scored "
-        "higher for fewer worker-seconds. Every tuning trial ran on "
-        f"{result.workers} workers; the naive settings ran on each cluster size."
+        f"higher for fewer worker-seconds. The tuning trials ran on {result.workers} workers"
+        + (" (and, for the transfer, on 1)" if result.transfer is not None else "")
+        + "; the naive settings ran on each cluster size."
     )
     title = f"Quality against billable cost, cluster sizes {min(result.static)}..{result.workers}"
     table = (title, rows, note)

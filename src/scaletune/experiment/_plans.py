@@ -23,6 +23,16 @@ class ReferenceFigures:
 
 
 @dataclass(frozen=True)
+class TransferPlan:
+    """How one worker's settings go to N workers without a tuning job there: what is added to
+    their hyperparameters and the distribution that carries them."""
+
+    label: str
+    hyperparameters: dict[str, Any]
+    distribution: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class ExperimentPlan:
     algorithm: AlgorithmName
     dataset: BuiltinDataset
@@ -40,6 +50,7 @@ class ExperimentPlan:
     eta: int = 3
     searcher: str = "Random"  # Hyperband's proposals, and the search run without early stopping
     notes: list[str] = field(default_factory=list)
+    transfer: TransferPlan | None = None  # tuned on one worker, run on N without re-tuning
 
     @property
     def channels(self) -> dict[str, dict[str, str]]:
@@ -79,6 +90,14 @@ REFERENCE_ASYNC_SERVER: dict[str, Any] = {
     "staleness_compensation": "none",
     "implicit_momentum": "ignore",
 }
+
+# AdaScale's learning rate follows the gradient noise measured on N workers: one worker's
+# settings need no tuning per size (benchmarks/results/convergence_scale_out.md).
+ADASCALE_TRANSFER = TransferPlan(
+    label="AdaScale",
+    hyperparameters={"lr_scaling": "adascale"},
+    distribution={"strategy": "allreduce"},
+)
 
 # One worker's settings for MNIST-like images (benchmarks/dnn_modes.md); on an asynchronous
 # parameter server, stale gradients compound with momentum and the weights oscillate.
@@ -156,6 +175,7 @@ def plan_for(
             max_jobs=20 if full else 8,
             max_parallel_jobs=2,
             reference=DNN_REFERENCE,
+            transfer=ADASCALE_TRANSFER,
         )
     return ExperimentPlan(
         **{

@@ -44,6 +44,17 @@ class TuningRun:
 
 
 @dataclass(frozen=True)
+class TransferRun:
+    """One worker's settings on N workers without tuning there, and Hyperband's best on one
+    worker carried to N the same way (`ExperimentPlan.transfer`)."""
+
+    label: str
+    one_worker_settings: StaticRun  # the naive settings on N workers, carried
+    tuning: TuningRun  # Hyperband on one worker
+    transferred: StaticRun  # its best settings on N workers, carried
+
+
+@dataclass(frozen=True)
 class ExperimentResult:
     plan: ExperimentPlan
     workers: int  # the cluster size that is tuned
@@ -53,6 +64,7 @@ class ExperimentResult:
     without_early_stopping: TuningRun
     tuned: StaticRun  # the best Hyperband configuration, retrained on `workers`
     wall_seconds: float
+    transfer: TransferRun | None = None
 
 
 ProgressCallback = Callable[[ExperimentProgress], None]
@@ -72,11 +84,19 @@ def run_convergence(
     report = on_progress or (lambda progress: None)
     sizes = sorted({1, *sizes})
     workers = sizes[-1]
-    phases = len(sizes) + 3
+    phases = len(sizes) + 3 + (3 if plan.transfer is not None else 0)
 
-    def static(phase: int, label: str, size: int, hyperparameters: dict[str, Any]) -> StaticRun:
+    def static(
+        phase: int,
+        label: str,
+        size: int,
+        hyperparameters: dict[str, Any],
+        distribution: dict[str, Any] | None = None,
+    ) -> StaticRun:
         report(ExperimentProgress(label, phase, phases, 0, 1, 1, None))
-        spec = training_spec_from_dict(_training(plan, size, hyperparameters, seed))
+        spec = training_spec_from_dict(
+            _training(plan, size, hyperparameters, seed, distribution or plan.distribution)
+        )
         record = session.controller.run(session.controller.prepare(spec))
         score = record.final_metrics.get(plan.objective_metric)
         report(ExperimentProgress(label, phase, phases, 1, 0, 1, score))
@@ -102,8 +122,43 @@ def run_convergence(
     # If every trial failed, the naive settings are retrained (the report shows the failures).
     best_hyperparameters = plan.hyperparameters if best is None else best.hyperparameters
     tuned = static(
-        phases, f"best tuned settings on {workers} worker(s)", workers, best_hyperparameters
+        len(sizes) + 3, f"best tuned settings on {workers} worker(s)", workers, best_hyperparameters
     )
+    transfer = None
+    if plan.transfer is not None:
+        carry = plan.transfer
+        phase = len(sizes) + 4
+        one_worker_settings = static(
+            phase,
+            f"naive settings on {workers} workers with {carry.label}",
+            workers,
+            {**plan.hyperparameters, **carry.hyperparameters},
+            carry.distribution,
+        )
+        tuning = _tune(
+            session,
+            plan,
+            1,
+            seed,
+            "Hyperband tuning on 1 worker",
+            phase + 1,
+            phases,
+            {"strategy": "Hyperband", "hyperband": _hyperband(plan)},
+            report,
+            carry.distribution,
+        )
+        best_on_one = tuning.summary.best
+        transferred = static(
+            phase + 2,
+            f"best settings of 1 worker on {workers} workers with {carry.label}",
+            workers,
+            {
+                **(plan.hyperparameters if best_on_one is None else best_on_one.hyperparameters),
+                **carry.hyperparameters,
+            },
+            carry.distribution,
+        )
+        transfer = TransferRun(carry.label, one_worker_settings, tuning, transferred)
     return ExperimentResult(
         plan=plan,
         workers=workers,
@@ -113,17 +168,22 @@ def run_convergence(
         without_early_stopping=plain,
         tuned=tuned,
         wall_seconds=time.monotonic() - started,
+        transfer=transfer,
     )
 
 
 def _training(
-    plan: ExperimentPlan, size: int, hyperparameters: dict[str, Any], seed: int
+    plan: ExperimentPlan,
+    size: int,
+    hyperparameters: dict[str, Any],
+    seed: int,
+    distribution: dict[str, Any],
 ) -> dict[str, Any]:
     return {
         "algorithm": plan.algorithm.value,
         "instance_count": size,
         "hyperparameters": hyperparameters,
-        "distribution": plan.distribution,
+        "distribution": distribution,
         "channels": plan.channels,
         "seed": seed,
     }
@@ -148,6 +208,7 @@ def _tune(
     phases: int,
     strategy: dict[str, Any],
     report: ProgressCallback,
+    distribution: dict[str, Any] | None = None,
 ) -> TuningRun:
     spec = tuning_spec_from_dict(
         {
@@ -159,7 +220,9 @@ def _tune(
             "early_stopping": "Off",
             "seed": seed,
             **strategy,
-            "training": _training(plan, workers, plan.hyperparameters, seed),
+            "training": _training(
+                plan, workers, plan.hyperparameters, seed, distribution or plan.distribution
+            ),
         }
     )
 

@@ -1,0 +1,109 @@
+"""AdaScale for your own PyTorch scripts: wrap the optimiser of a DDP (or single-process,
+gradient-accumulating) training loop, and settings found on one worker keep their quality on
+N, as the built-in classifier's `lr_scaling = "adascale"` does.
+
+    from scaletune.torch import AdaScale
+    model = DistributedDataParallel(net)
+    optimizer = AdaScale(torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9), net)
+    while optimizer.progress < epochs * one_worker_updates_per_epoch:
+        loss = functional.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()  # at lr x gain; progress grows by the gain
+
+Each step takes the learning rate the optimiser's groups hold (set them from `progress`, one
+worker's updates, to schedule in one worker's terms) times AdaScale's gain r in [1, S], S
+the gradients of one worker's batch averaged per step (workers x accumulated micro-batches).
+The gain comes from each micro-batch's own gradient (a hook on each parameter, before DDP
+averages it) and the averaged one (`.grad`), plus one all-reduce of one number a step. With
+accumulation, divide each micro-batch's loss by `accumulation_steps`, as usual."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from scaletune.algorithms.dnn._gns import GradientNoiseScale
+from scaletune.algorithms.dnn._norms import MicroBatchNorms
+
+
+class AdaScale:
+    def __init__(
+        self,
+        optimizer: torch.optim.Optimizer,
+        model: nn.Module,
+        *,
+        accumulation_steps: int = 1,
+        world_size: int | None = None,
+    ) -> None:
+        """`model`: the network whose parameters `optimizer` steps (the DDP module or the
+        one it wraps); `world_size`: the process group's, by default."""
+        if accumulation_steps < 1:
+            raise ValueError(f"accumulation_steps={accumulation_steps} must be at least 1")
+        if world_size is None:
+            world_size = dist.get_world_size() if dist.is_initialized() else 1
+        self.optimizer = optimizer
+        self._world_size = world_size
+        self._scale = world_size * accumulation_steps
+        # The gain depends on the batch sizes' ratio alone: one micro-batch is the unit.
+        self._noise = GradientNoiseScale(1, self._scale) if self._scale > 1 else None
+        self._norms = MicroBatchNorms(model, accumulation_steps) if self._noise else None
+        if self._norms is not None:
+            self._norms.active = True
+        self.progress = 0.0  # one worker's updates made: the sum of the gains
+
+    @property
+    def scale(self) -> int:
+        """S: one worker's gradients averaged per step."""
+        return self._scale
+
+    @property
+    def gain(self) -> float:
+        """AdaScale's r from the latest estimates (1 before the first step, or with S = 1)."""
+        return 1.0 if self._noise is None else self._noise.gain
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        self.optimizer.zero_grad(set_to_none=set_to_none)
+
+    def step(self) -> float:
+        """Measures the gain from this step's gradients, steps at lr x gain (the groups' own
+        rates are left as they were) and returns the gain."""
+        if self._noise is not None and self._norms is not None:
+            local, averaged = self._norms.take()
+            summed = torch.tensor([local], dtype=torch.float64)
+            if self._world_size > 1:
+                dist.all_reduce(summed)
+            self._noise.update(float(summed[0]) / self._scale, averaged)
+        gain = self.gain
+        rates = [group["lr"] for group in self.optimizer.param_groups]
+        for group in self.optimizer.param_groups:
+            group["lr"] = group["lr"] * gain
+        try:
+            self.optimizer.step()
+        finally:
+            for group, rate in zip(self.optimizer.param_groups, rates, strict=True):
+                group["lr"] = rate
+        self.progress += gain
+        return gain
+
+    def state_dict(self) -> dict[str, Any]:
+        noise = self._noise
+        return {
+            "optimizer": self.optimizer.state_dict(),
+            "progress": self.progress,
+            "estimates": None if noise is None else (noise._true_sq, noise._trace),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.progress = float(state["progress"])
+        if self._noise is not None and state.get("estimates") is not None:
+            self._noise._true_sq, self._noise._trace = state["estimates"]
+
+    def close(self) -> None:
+        """Removes the hooks from the model's parameters."""
+        if self._norms is not None:
+            self._norms.close()
