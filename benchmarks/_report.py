@@ -46,6 +46,23 @@ def paired_interval(
     return {"mean": float(differences.mean()), "low": float(low), "high": float(high)}
 
 
+def gap_points(
+    runs: Sequence[dict[str, Any]],
+    baseline: dict[int, dict[str, Any]],
+    key: str,
+    rng: np.random.Generator,
+) -> tuple[float, dict[str, float]]:
+    """The runs' mean of `key` (an accuracy), and their paired difference from the baseline
+    run of the same seed in points (x 100), with its bootstrap interval."""
+    values = np.array([run[key] for run in runs])
+    gaps = 100 * (values - np.array([baseline[run["seed"]][key] for run in runs]))
+    return float(values.mean()), paired_interval(gaps, rng)
+
+
+def interval_text(interval: dict[str, float]) -> str:
+    return f"{interval['mean']:+.2f} [{interval['low']:+.2f}, {interval['high']:+.2f}]"
+
+
 def summary(samples: Sequence[float]) -> dict[str, float]:
     ordered = sorted(samples)
     return {

@@ -17,17 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks._report import MNIST_FOLDER, paired_interval, write
+from benchmarks._report import MNIST_FOLDER, gap_points, interval_text, write
 from scaletune.api import Estimator, Session
+from scaletune.experiment._plans import DNN_NAIVE
 
-ONE_WORKER: dict[str, Any] = {
-    "model": "mlp",
-    "hidden_units": 128,
-    "batch_size": 64,
-    "learning_rate": 0.05,
-    "optimizer": "sgd",
-    "momentum": 0.9,
-}
+ONE_WORKER = {k: v for k, v in DNN_NAIVE.items() if k != "epochs"}  # the experiment's
 SETTINGS: dict[str, dict[str, Any]] = {
     "one worker's": {},
     "lr 0.2": {"learning_rate": 0.2},
@@ -109,13 +103,9 @@ def _report(args: argparse.Namespace, runs: list[dict[str, Any]]) -> None:
             row: dict[str, Any] = {"setting": setting, "mode": mode}
             cells = [setting, mode]
             for key in ("validation_accuracy", "test_accuracy"):
-                values = np.array([r[key] for r in mine])
-                gaps = 100 * (values - np.array([sync[r["seed"]][key] for r in mine]))
-                interval = paired_interval(gaps, rng)
-                row[key] = float(values.mean())
-                row[f"{key}_gap_points"] = interval
-                gap = f"{interval['mean']:+.2f} [{interval['low']:+.2f}, {interval['high']:+.2f}]"
-                cells += [f"{values.mean():.4f}", "" if mode == "sync" else gap]
+                mean, interval = gap_points(mine, sync, key, rng)
+                row[key], row[f"{key}_gap_points"] = mean, interval
+                cells += [f"{mean:.4f}", "" if mode == "sync" else interval_text(interval)]
             table.append(cells)
             summaries.append(row)
     notes = f"""

@@ -18,18 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks._report import MNIST_FOLDER, paired_interval, write
+from benchmarks._report import MNIST_FOLDER, gap_points, interval_text, write
 from scaletune.algorithms.dnn._batches import batches_per_epoch
 from scaletune.api import Estimator, Session
 from scaletune.data import prepare_mnist
+from scaletune.experiment._plans import DNN_NAIVE
 
-ONE_WORKER: dict[str, Any] = {
-    "hidden_units": 128,
-    "batch_size": 64,
-    "learning_rate": 0.05,
-    "optimizer": "sgd",
-    "momentum": 0.9,
-}
+# The convergence experiment's one-worker settings, less the model and epochs chosen here.
+ONE_WORKER = {k: v for k, v in DNN_NAIVE.items() if k not in ("model", "epochs")}
 METHODS: dict[str, dict[str, Any]] = {
     "none": {"lr_scaling": "none"},
     "linear + 1 warm-up epoch": {"lr_scaling": "linear", "warmup_epochs": 1},
@@ -155,12 +151,9 @@ def _report(args: argparse.Namespace, runs: list[dict[str, Any]]) -> None:
                 row: dict[str, Any] = {"model": model, "workers": workers, "method": method}
                 cells = [model, str(workers), method if workers > 1 else "1 worker"]
                 for key in ("validation_accuracy", "test_accuracy"):
-                    values = np.array([r[key] for r in mine])
-                    gaps = 100 * (values - np.array([base[r["seed"]][key] for r in mine]))
-                    interval = paired_interval(gaps, rng)
-                    row[key] = float(values.mean())
-                    row[f"{key}_gap_points"] = interval
-                    cells += [f"{values.mean():.4f}", _gap(interval) if workers > 1 else ""]
+                    mean, interval = gap_points(mine, base, key, rng)
+                    row[key], row[f"{key}_gap_points"] = mean, interval
+                    cells += [f"{mean:.4f}", interval_text(interval) if workers > 1 else ""]
                 row["updates"] = float(np.mean([r["updates"] for r in mine]))
                 row["data_epochs"] = float(np.mean([r["data_epochs"] for r in mine]))
                 row["billable_seconds"] = float(np.mean([r["billable_seconds"] for r in mine]))
@@ -198,10 +191,6 @@ seeds): met at {", ".join(met) or "none"}; missed at {", ".join(missed) or "none
         table,
         notes,
     )
-
-
-def _gap(interval: dict[str, float]) -> str:
-    return f"{interval['mean']:+.2f} [{interval['low']:+.2f}, {interval['high']:+.2f}]"
 
 
 if __name__ == "__main__":

@@ -16,7 +16,9 @@ worker's updates, to schedule in one worker's terms) times AdaScale's gain r in 
 the gradients of one worker's batch averaged per step (workers x accumulated micro-batches).
 The gain comes from each micro-batch's own gradient (a hook on each parameter, before DDP
 averages it) and the averaged one (`.grad`), plus one all-reduce of one number a step. With
-accumulation, divide each micro-batch's loss by `accumulation_steps`, as usual."""
+accumulation, divide each micro-batch's loss by `accumulation_steps`, as usual.
+
+`MicroBatchNorms` is that measurement, which the built-in classifier uses too."""
 
 from __future__ import annotations
 
@@ -25,12 +27,58 @@ from typing import Any
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch.utils.hooks import RemovableHandle
 
-from scaletune.algorithms.dnn._gns import GradientNoiseScale
-from scaletune.algorithms.dnn._norms import MicroBatchNorms
+from scaletune.gradient_noise import GradientNoiseScale
+
+
+class MicroBatchNorms:
+    """The squared norms the gradient noise estimates need, measured beside training.
+
+    A hook on each parameter sees the gradient of one backward pass before it is accumulated into
+    `.grad` (and, under DDP, before it is all-reduced): the gradient of one micro-batch on this
+    worker. The averaged gradient is `.grad` after the last micro-batch's backward, the same on
+    every rank. So a measurement costs one squared norm per micro-batch and one of `.grad`, plus,
+    with several workers, one all-reduce of a single number; DDP's overlap of communication with
+    the backward pass is kept.
+    """
+
+    def __init__(self, model: nn.Module, micro_batches: int) -> None:
+        self.active = False
+        # Each micro-batch's loss is divided by their count, so that their gradients sum to
+        # the mean: its own gradient is m times what the hook sees.
+        self._scale = float(micro_batches) ** 2
+        self._sum = torch.zeros((), dtype=torch.float64)
+        self._parameters = [p for p in model.parameters() if p.requires_grad]
+        self._handles: list[RemovableHandle] = [
+            p.register_hook(self._add)  # type: ignore[no-untyped-call]  # untyped in torch
+            for p in self._parameters
+        ]
+
+    def _add(self, grad: torch.Tensor) -> None:
+        if self.active:
+            self._sum += grad.detach().double().pow(2).sum().cpu()
+
+    def take(self) -> tuple[float, float]:
+        """This worker's micro-batch gradients' squared norms summed, and the averaged
+        gradient's squared norm; the sum starts again from zero."""
+        local = float(self._sum) * self._scale
+        self._sum.zero_()
+        averaged = sum(
+            float(p.grad.detach().double().pow(2).sum())
+            for p in self._parameters
+            if p.grad is not None
+        )
+        return local, averaged
+
+    def close(self) -> None:
+        for handle in self._handles:
+            handle.remove()
 
 
 class AdaScale:
+    """An optimiser's steps at AdaScale's gain; `progress` counts one worker's updates."""
+
     def __init__(
         self,
         optimizer: torch.optim.Optimizer,
@@ -94,14 +142,14 @@ class AdaScale:
         return {
             "optimizer": self.optimizer.state_dict(),
             "progress": self.progress,
-            "estimates": None if noise is None else (noise._true_sq, noise._trace),
+            "estimates": None if noise is None else noise.estimates,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.optimizer.load_state_dict(state["optimizer"])
         self.progress = float(state["progress"])
-        if self._noise is not None and state.get("estimates") is not None:
-            self._noise._true_sq, self._noise._trace = state["estimates"]
+        if self._noise is not None:
+            self._noise.restore(state.get("estimates"))
 
     def close(self) -> None:
         """Removes the hooks from the model's parameters."""

@@ -11,9 +11,9 @@ import torch.nn.functional as functional
 
 from scaletune.algorithms.dnn import DNNHyperparameters, GradientNoiseScale, LearningRateSchedule
 from scaletune.algorithms.dnn._checkpoint import Position
-from scaletune.algorithms.dnn._norms import MicroBatchNorms
 from scaletune.algorithms.dnn._pace import AdaScalePace, FixedPace, pace_for
 from scaletune.algorithms.dnn._schedule import ConstantDecay, CosineDecay, StepDecay
+from scaletune.torch import MicroBatchNorms
 
 
 def _estimate(b: int, scale: int, true_sq: float, variance: float) -> GradientNoiseScale:

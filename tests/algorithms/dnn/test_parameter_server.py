@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 
 import pytest
 import torch
@@ -15,46 +14,13 @@ from scaletune.algorithms.dnn._parameter_server import (
     ParameterServerError,
 )
 from scaletune.algorithms.dnn._ps_updates import ServerUpdates
-from scaletune.cluster import free_port
-
-AUTHKEY = b"test"
-
-
-def _model() -> nn.Module:
-    torch.manual_seed(0)
-    return nn.Linear(2, 1, bias=False)
+from tests.algorithms.dnn.servers import connect, start_server, tiny_model
 
 
 def _server(world_size: int, *, synchronous: bool, bound: int | None = None) -> ParameterServer:
-    model = _model()
-    return ParameterServer(
-        model,
-        ServerUpdates.constant(model, torch.optim.SGD(model.parameters(), lr=1.0), 1.0),
-        world_size=world_size,
-        synchronous=synchronous,
-        staleness_bound=bound,
-        host="127.0.0.1",
-        port=free_port(),
-        authkey=AUTHKEY,
-    )
-
-
-@pytest.fixture
-def clients() -> Iterator[list[ParameterServerClient]]:
-    opened: list[ParameterServerClient] = []
-    yield opened
-    for client in opened:
-        client.close()
-
-
-def _connect(
-    server: ParameterServer, rank: int, opened: list[ParameterServerClient]
-) -> tuple[ParameterServerClient, nn.Module]:
-    client = ParameterServerClient("127.0.0.1", server.port, AUTHKEY, rank, reply_timeout=60)
-    opened.append(client)
-    model = _model()
-    client.pull_initial(model)
-    return client, model
+    model = tiny_model()
+    updates = ServerUpdates.constant(model, torch.optim.SGD(model.parameters(), lr=1.0), 1.0)
+    return start_server(model, updates, world_size, synchronous=synchronous, bound=bound)
 
 
 def _set_gradient(model: nn.Module, value: float) -> None:
@@ -67,7 +33,7 @@ def test_async_applies_each_push_and_measures_staleness(
 ) -> None:
     server = _server(2, synchronous=False)
     try:
-        (a, model_a), (b, model_b) = (_connect(server, rank, clients) for rank in (0, 1))
+        (a, model_a), (b, model_b) = (connect(server, rank, clients) for rank in (0, 1))
         start = server.snapshot().clone()
         _set_gradient(model_a, 1.0)
         a.push(model_a, 0.0, 1, stop_wanted=False)  # computed on version 0, applied as 0 -> 1
@@ -88,7 +54,7 @@ def test_async_applies_each_push_and_measures_staleness(
 def test_sync_waits_for_every_worker_and_averages(clients: list[ParameterServerClient]) -> None:
     server = _server(2, synchronous=True)
     try:
-        (a, model_a), (b, model_b) = (_connect(server, rank, clients) for rank in (0, 1))
+        (a, model_a), (b, model_b) = (connect(server, rank, clients) for rank in (0, 1))
         start = server.snapshot().clone()
         _set_gradient(model_a, 1.0)
         pushed = threading.Thread(target=a.push, args=(model_a, 0.0, 1, False))
@@ -113,7 +79,7 @@ def test_a_staleness_bound_holds_back_a_worker_that_runs_ahead(
 ) -> None:
     server = _server(2, synchronous=False, bound=1)
     try:
-        (a, model_a), (b, model_b) = (_connect(server, rank, clients) for rank in (0, 1))
+        (a, model_a), (b, model_b) = (connect(server, rank, clients) for rank in (0, 1))
         _set_gradient(model_a, 1.0)
         a.push(model_a, 0.0, 1, stop_wanted=False)  # one ahead of worker 1: allowed
         pushed = threading.Thread(target=a.push, args=(model_a, 0.0, 1, False))
@@ -134,7 +100,7 @@ def test_a_staleness_bound_holds_back_a_worker_that_runs_ahead(
 def test_a_lost_worker_aborts_the_others(clients: list[ParameterServerClient]) -> None:
     server = _server(2, synchronous=True)
     try:
-        (a, model_a), (b, _) = (_connect(server, rank, clients) for rank in (0, 1))
+        (a, model_a), (b, _) = (connect(server, rank, clients) for rank in (0, 1))
         b.close()  # worker 1 dies without saying it is done
         _set_gradient(model_a, 1.0)
         with pytest.raises(ParameterServerError, match="lost worker 1"):

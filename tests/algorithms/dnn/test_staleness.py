@@ -4,8 +4,6 @@ taken off the optimiser's."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import torch
 from torch import nn
@@ -20,36 +18,7 @@ from scaletune.algorithms.dnn._staleness import (
     ImplicitMomentumCorrection,
     StalenessScaledRate,
 )
-from scaletune.cluster import free_port
-
-AUTHKEY = b"test"
-
-
-def _model() -> nn.Module:
-    torch.manual_seed(0)
-    return nn.Linear(2, 1, bias=False)
-
-
-@pytest.fixture
-def clients() -> Iterator[list[ParameterServerClient]]:
-    opened: list[ParameterServerClient] = []
-    yield opened
-    for client in opened:
-        client.close()
-
-
-def _async_server(updates: ServerUpdates, model: nn.Module, world_size: int = 2) -> ParameterServer:
-    return ParameterServer(
-        model,
-        updates,
-        world_size=world_size,
-        synchronous=False,
-        staleness_bound=None,
-        host="127.0.0.1",
-        port=free_port(),
-        authkey=AUTHKEY,
-    )
-
+from tests.algorithms.dnn.servers import connect, finish, start_server, tiny_model
 
 UNIT_RATE = FixedPace(LearningRateSchedule(1.0, 1.0, 0), epochs=1)
 
@@ -59,14 +28,8 @@ def _plain_updates(model: nn.Module, compensation: Compensator) -> ServerUpdates
     return ServerUpdates(model, optimizer, UNIT_RATE, compensation=compensation)
 
 
-def _connect(
-    server: ParameterServer, rank: int, opened: list[ParameterServerClient]
-) -> tuple[ParameterServerClient, nn.Module]:
-    client = ParameterServerClient("127.0.0.1", server.port, AUTHKEY, rank, reply_timeout=60)
-    opened.append(client)
-    model = _model()
-    client.pull_initial(model)
-    return client, model
+def _async_server(updates: ServerUpdates, model: nn.Module) -> ParameterServer:
+    return start_server(model, updates, 2, synchronous=False)
 
 
 def _push(client: ParameterServerClient, model: nn.Module, value: torch.Tensor) -> None:
@@ -75,19 +38,13 @@ def _push(client: ParameterServerClient, model: nn.Module, value: torch.Tensor) 
     client.push(model, 0.0, 1, stop_wanted=False)
 
 
-def _finish(server: ParameterServer, *clients: ParameterServerClient) -> None:
-    for client in clients:
-        client.done()
-    server.wait_until_all_done()
-
-
 def test_a_stale_push_takes_a_step_divided_by_its_staleness(
     clients: list[ParameterServerClient],
 ) -> None:
-    model = _model()
+    model = tiny_model()
     server = _async_server(_plain_updates(model, StalenessScaledRate()), model)
     try:
-        (a, model_a), (b, model_b) = (_connect(server, rank, clients) for rank in (0, 1))
+        (a, model_a), (b, model_b) = (connect(server, rank, clients) for rank in (0, 1))
         start = server.snapshot().clone()
         one = torch.ones(2)
         _push(a, model_a, one)  # fresh: a whole step
@@ -95,7 +52,7 @@ def test_a_stale_push_takes_a_step_divided_by_its_staleness(
         _push(b, model_b, one)  # computed on version 0, two updates ago: half a step
         torch.testing.assert_close(server.snapshot(), start - 2.5)
         assert server.take_statistics().staleness == [0, 0, 2]
-        _finish(server, a, b)
+        finish(server, a, b)
     finally:
         server.close()
 
@@ -103,11 +60,11 @@ def test_a_stale_push_takes_a_step_divided_by_its_staleness(
 def test_a_stale_push_is_delay_compensated_against_the_weights_it_was_computed_on(
     clients: list[ParameterServerClient],
 ) -> None:
-    model = _model()
+    model = tiny_model()
     strength = 0.5
     server = _async_server(_plain_updates(model, DelayCompensation(strength)), model)
     try:
-        (a, model_a), (b, model_b) = (_connect(server, rank, clients) for rank in (0, 1))
+        (a, model_a), (b, model_b) = (connect(server, rank, clients) for rank in (0, 1))
         start = server.snapshot().clone()
         g_a, g_b = torch.tensor([1.0, -2.0]), torch.tensor([3.0, 0.5])
         _push(a, model_a, g_a)  # fresh: applied as it is
@@ -117,7 +74,7 @@ def test_a_stale_push_is_delay_compensated_against_the_weights_it_was_computed_o
         mean_square = 0.95 * g_a**2 + 0.05 * g_b**2
         compensated = g_b + strength / (mean_square.sqrt() + 1e-7) * g_b**2 * (after_a - start)
         torch.testing.assert_close(server.snapshot(), after_a - compensated)
-        _finish(server, a, b)
+        finish(server, a, b)
     finally:
         server.close()
 
@@ -134,13 +91,13 @@ def test_the_momentum_asynchrony_adds_is_taken_off_the_optimisers() -> None:
 def test_the_server_steps_with_the_corrected_momentum(
     clients: list[ParameterServerClient],
 ) -> None:
-    model = _model()
+    model = tiny_model()
     optimizer = torch.optim.SGD(model.parameters(), lr=1.0, momentum=0.9)
     correction = ImplicitMomentumCorrection(momentum=0.9, mean_staleness=1.0)
     updates = ServerUpdates(model, optimizer, UNIT_RATE, momentum=correction)
     server = _async_server(updates, model)
     try:
-        (a, model_a), (b, model_b) = (_connect(server, rank, clients) for rank in (0, 1))
+        (a, model_a), (b, model_b) = (connect(server, rank, clients) for rank in (0, 1))
         start = server.snapshot().clone()
         one = torch.ones(2)
         _push(a, model_a, one)
@@ -153,6 +110,6 @@ def test_the_server_steps_with_the_corrected_momentum(
         # SGD's heavy ball: buffer = g, then second * buffer + g.
         expected = start - 1.0 - (second + 1.0)
         torch.testing.assert_close(server.snapshot(), expected)
-        _finish(server, a, b)
+        finish(server, a, b)
     finally:
         server.close()

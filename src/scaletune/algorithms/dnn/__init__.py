@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from scaletune.algorithms._base import Algorithm, PreparedData
 from scaletune.data import Table
 from scaletune.errors import InvalidInputError
+from scaletune.gradient_noise import GradientNoiseScale
 from scaletune.spec import (
     ChannelName,
     DistributionStrategy,
@@ -29,7 +30,6 @@ from scaletune.spec import (
 )
 from scaletune.worker import WorkerProgram
 
-from ._gns import GradientNoiseScale
 from ._hyperparameters import (
     Architecture,
     DNNHyperparameters,

@@ -14,6 +14,8 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from scaletune.gradient_noise import GradientNoiseScale
+from scaletune.torch import MicroBatchNorms
 from scaletune.worker import WorkerContext
 
 from ._checkpoint import STATE_FILE, Position, pack, rank_state, unpack
@@ -26,9 +28,7 @@ from ._common import (
     restore_optimizer,
     set_learning_rate,
 )
-from ._gns import GradientNoiseScale
 from ._hyperparameters import LearningRateScaling
-from ._norms import MicroBatchNorms
 from ._pace import Pace, pace_for
 from ._run import DNNRun
 
@@ -210,8 +210,8 @@ def _resume(
     model.load_state_dict(state["model"])
     restore_optimizer(optimizer, state["optimizer"])
     mine = state["ranks"][run.ctx.rank]
-    if noise is not None and mine["noise"] is not None:
-        noise._true_sq, noise._trace = mine["noise"]
+    if noise is not None:
+        noise.restore(mine["noise"])
     torch.set_rng_state(mine["torch_rng"])
     return Position(**state["position"]), LossTally(mine["loss_total"], mine["loss_examples"])
 
@@ -239,12 +239,6 @@ def _save(
             "ranks": ranks,
         }
         ctx.checkpoints.save(position.update, {STATE_FILE: pack(state)})
-
-
-def _any_rank(flag: bool) -> bool:
-    return (
-        _sum_over_ranks([float(flag)], dist.get_world_size() if dist.is_initialized() else 1)[0] > 0
-    )
 
 
 def _sum_over_ranks(values: list[float], world_size: int) -> list[float]:

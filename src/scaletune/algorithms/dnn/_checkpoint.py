@@ -14,6 +14,8 @@ from typing import Any
 
 import torch
 
+from scaletune.gradient_noise import GradientNoiseScale
+
 STATE_FILE = "state.pt"
 
 
@@ -47,11 +49,13 @@ def unpack(content: bytes) -> dict[str, Any]:
     return state
 
 
-def rank_state(tally_total: float, tally_examples: int, noise: Any) -> dict[str, Any]:
+def rank_state(
+    tally_total: float, tally_examples: int, noise: GradientNoiseScale | None
+) -> dict[str, Any]:
     """This rank's part of a checkpoint."""
     return {
         "loss_total": tally_total,
         "loss_examples": tally_examples,
-        "noise": None if noise is None else (noise._true_sq, noise._trace),
+        "noise": None if noise is None else noise.estimates,
         "torch_rng": torch.get_rng_state(),
     }

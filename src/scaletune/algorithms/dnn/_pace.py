@@ -15,9 +15,10 @@ import math
 from dataclasses import dataclass
 from typing import Protocol
 
+from scaletune.gradient_noise import GradientNoiseScale
+
 from ._batches import batches_per_epoch
 from ._checkpoint import Position
-from ._gns import GradientNoiseScale
 from ._hyperparameters import DNNHyperparameters, LearningRateScaling
 from ._schedule import LearningRateSchedule
 

@@ -13,14 +13,14 @@ import torch
 from torch import nn
 from torch.nn.utils import vector_to_parameters
 
+from scaletune.gradient_noise import GradientNoiseScale
 from scaletune.spec import ImplicitMomentum, StalenessCompensation
+from scaletune.torch import MicroBatchNorms
 from scaletune.worker import WorkerContext
 
 from ._checkpoint import STATE_FILE, Position, pack, unpack
 from ._common import backward, make_optimizer, micro_batch_loss
-from ._gns import GradientNoiseScale
 from ._hyperparameters import LearningRateScaling
-from ._norms import MicroBatchNorms
 from ._pace import pace_for
 from ._parameter_server import ParameterServer, ParameterServerClient
 from ._ps_updates import ServerUpdates

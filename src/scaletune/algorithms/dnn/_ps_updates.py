@@ -13,8 +13,9 @@ import torch
 from torch import nn
 from torch.nn.utils import parameters_to_vector
 
+from scaletune.gradient_noise import GradientNoiseScale
+
 from ._common import restore_optimizer
-from ._gns import GradientNoiseScale
 from ._pace import FixedPace, Pace
 from ._schedule import LearningRateSchedule
 from ._staleness import Compensator, ImplicitMomentumCorrection, NoCompensation
@@ -126,7 +127,7 @@ class ServerUpdates:
             "optimizer": self._optimizer.state_dict(),
             "version": self.version,
             "progress": self.progress,
-            "noise": None if noise is None else (noise._true_sq, noise._trace),
+            "noise": None if noise is None else noise.estimates,
             "compensation": self._compensation.state(),
             "mean_staleness": None if self._momentum is None else self._momentum.mean_staleness,
         }
@@ -135,8 +136,8 @@ class ServerUpdates:
         restore_optimizer(self._optimizer, state["optimizer"])
         self.version = int(state["version"])
         self.progress = float(state.get("progress", self.version))
-        if self._noise is not None and state.get("noise") is not None:
-            self._noise._true_sq, self._noise._trace = state["noise"]
+        if self._noise is not None:
+            self._noise.restore(state.get("noise"))
         if state.get("compensation") is not None:
             self._compensation.restore(state["compensation"])
         if self._momentum is not None and state.get("mean_staleness") is not None:

@@ -41,10 +41,19 @@ class Compensator(Protocol):
     def restore(self, state: dict[str, Any]) -> None: ...
 
 
-@dataclass
-class NoCompensation:
-    needs_pulled_weights: bool = False
+class _Stateless:
+    """A compensation with nothing to checkpoint, that needs only the push itself."""
 
+    needs_pulled_weights = False
+
+    def state(self) -> dict[str, Any] | None:
+        return None
+
+    def restore(self, state: dict[str, Any]) -> None:
+        pass
+
+
+class NoCompensation(_Stateless):
     def compensate(
         self,
         gradient: torch.Tensor,
@@ -54,17 +63,8 @@ class NoCompensation:
     ) -> tuple[torch.Tensor, float]:
         return gradient, 1.0
 
-    def state(self) -> dict[str, Any] | None:
-        return None
 
-    def restore(self, state: dict[str, Any]) -> None:
-        pass
-
-
-@dataclass
-class StalenessScaledRate:
-    needs_pulled_weights: bool = False
-
+class StalenessScaledRate(_Stateless):
     def compensate(
         self,
         gradient: torch.Tensor,
@@ -73,12 +73,6 @@ class StalenessScaledRate:
         pulled: torch.Tensor | None,
     ) -> tuple[torch.Tensor, float]:
         return gradient, 1.0 / max(1, staleness)
-
-    def state(self) -> dict[str, Any] | None:
-        return None
-
-    def restore(self, state: dict[str, Any]) -> None:
-        pass
 
 
 @dataclass

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+Estimates = tuple[float, float] | None  # |G|^2 and tr(Sigma), smoothed: what a checkpoint keeps
+
 
 @dataclass
 class GradientNoiseScale:
@@ -29,6 +31,16 @@ class GradientNoiseScale:
     def __post_init__(self) -> None:
         if self.big_batch <= self.small_batch:
             raise ValueError("needs two different batch sizes (more than one worker)")
+
+    @property
+    def estimates(self) -> Estimates:
+        if self._true_sq is None or self._trace is None:
+            return None
+        return (self._true_sq, self._trace)
+
+    def restore(self, estimates: Estimates) -> None:
+        """Estimates saved from `estimates` (none: start afresh)."""
+        self._true_sq, self._trace = (None, None) if estimates is None else estimates
 
     def update(self, small_sq: float, big_sq: float) -> None:
         b, big = self.small_batch, self.big_batch
