@@ -48,6 +48,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.convergence.scale_out --models mlp
 	$(BIN)/python -m benchmarks.convergence.scale_out --models cnn --seeds 0 --name convergence_scale_out_cnn
 	$(BIN)/python -m benchmarks.convergence.async_staleness
+	$(BIN)/python -m benchmarks.convergence.adascale_cost
 	$(BIN)/python -m benchmarks.dnn_overhead
 	$(BIN)/python -m benchmarks.script_overhead
 	$(BIN)/python -m benchmarks.advice_accuracy

@@ -32,7 +32,8 @@ def _seconds_per_update(job: Any, updates_per_epoch: int) -> float:
     times, steps = list(points["time"]), list(points["step"])
     counted = job.metrics("train:updates")  # AdaScale's; a fixed pace's from its epochs
     done = list(counted["value"]) if len(counted) else [s * updates_per_epoch for s in steps]
-    return float((times[-1] - times[0]) / (done[-1] - done[0]))
+    elapsed = (times[-1] - times[0]).total_seconds()  # pandas timestamps
+    return float(elapsed / (done[-1] - done[0]))
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from scaletune.api._waiting import join_or_stop
 from scaletune.store import AttemptRecord, Store, TrainingJobRecord
-from scaletune.training import Stopper, reconcile_orphan
+from scaletune.training import Stopper, reconcile_orphan, request_job_stop
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -60,10 +60,12 @@ class TrainingJob:
         return self.describe()
 
     def stop(self) -> None:
-        """Ask the job to stop; its controller ends the workers and records it as Stopped."""
+        """Ask the job to stop, by the rule `jobs stop` and the console follow: a running job's
+        controller ends its workers and records it as Stopped, a paused trial is Stopped at
+        once, one whose controller is gone is marked ended."""
         if self._stopper is not None:
             self._stopper.request()
-        self._store.request_stop(self.id)
+        request_job_stop(self._store, self.id, time.time(), via="Python API")
 
     @property
     def worker_pids(self) -> list[int]:

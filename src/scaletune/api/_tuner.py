@@ -11,6 +11,7 @@ from scaletune.api._session import Session
 from scaletune.api._waiting import join_or_stop
 from scaletune.spec import tuning_spec_from_dict
 from scaletune.store import Store
+from scaletune.training import request_tuning_stop
 from scaletune.tuning import TuningController, TuningSummary, analytics_dataframe, summarize
 
 if TYPE_CHECKING:
@@ -44,8 +45,9 @@ class TuningJob:
         return self.describe()
 
     def stop(self) -> None:
-        """Stop starting trials and stop the running ones; the job ends as Stopped."""
-        self._store.request_tuning_stop(self.id)
+        """Stop starting trials and stop the running ones; the job ends as Stopped (one that
+        already ended is left as it is, as by `tuning stop`)."""
+        request_tuning_stop(self._store, self.id)
 
 
 class TuningJobAnalytics:
