@@ -11,6 +11,7 @@ run of the same seed (same initial weights and shuffling seed).
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,10 +93,19 @@ def main() -> None:
     parser.add_argument("--max-processes", type=int, default=4)
     parser.add_argument("--data", type=Path, default=MNIST_FOLDER)
     parser.add_argument("--name", default="convergence_scale_out")
+    parser.add_argument(
+        "--also",
+        type=Path,
+        nargs="*",
+        default=[],
+        help="results files of earlier runs (other seeds) to report with these",
+    )
     args = parser.parse_args()
     channel = {"dataset": "mnist", "dataset_file": str(args.data)}
     train_rows = prepare_mnist(args.data)["train"].n_rows
-    runs: list[dict[str, Any]] = []
+    runs: list[dict[str, Any]] = [
+        run for earlier in args.also for run in json.loads(earlier.read_text())["runs"]
+    ]
     with tempfile.TemporaryDirectory() as scratch, Session(Path(scratch) / "store.db") as session:
         for model in args.models:
             epochs = args.epochs if model == "mlp" else args.cnn_epochs
@@ -118,6 +128,7 @@ def main() -> None:
                         result["epochs"] = epochs
                         runs.append(result)
                         print(result, flush=True)
+    args.seeds = sorted({run["seed"] for run in runs})
     _report(args, runs)
 
 

@@ -38,6 +38,10 @@ class Pace(Protocol):
         """The last epoch closed at this position (0 before the first)."""
         ...
 
+    def finished(self, position: Position) -> bool:
+        """Whether the job's training is done at this position."""
+        ...
+
     def scale(self, progress: float, noise: GradientNoiseScale | None) -> float:
         """The scaling factor of the next update (warm-up ramped in)."""
         ...
@@ -62,7 +66,10 @@ class FixedPace:
         return Position(epoch, index, update)
 
     def reached(self, position: Position) -> int:
-        return position.epoch - 1
+        return max(0, position.epoch - 1)
+
+    def finished(self, position: Position) -> bool:
+        return self.reached(position) >= self.epochs
 
     def scale(self, progress: float, noise: GradientNoiseScale | None) -> float:
         return self.schedule.scale(progress, self.schedule.fixed_scale)
@@ -89,6 +96,9 @@ class AdaScalePace:
         # A hair of slack: progress summed in floating point lands on a boundary from below.
         done = position.progress_or_update / self.reference_updates_per_epoch
         return min(math.floor(done + 1e-9), self.epochs)
+
+    def finished(self, position: Position) -> bool:
+        return self.reached(position) >= self.epochs
 
     def scale(self, progress: float, noise: GradientNoiseScale | None) -> float:
         return self.schedule.scale(progress, 1.0 if noise is None else noise.gain)

@@ -15,6 +15,7 @@ from torch.nn.utils import parameters_to_vector
 
 from scaletune.gradient_noise import GradientNoiseScale
 
+from ._checkpoint import Position
 from ._common import restore_optimizer
 from ._pace import FixedPace, Pace
 from ._schedule import LearningRateSchedule
@@ -67,19 +68,19 @@ class ServerUpdates:
         return self._compensation.needs_pulled_weights
 
     def reached(self) -> int:
-        """The last epoch of progress closed (AdaScale's progress, or 0 with a fixed pace,
-        whose epochs are the workers' passes over the data)."""
-        if isinstance(self._pace, FixedPace):
-            return 0
-        return self._pace.reached(self._pace.at(0, 0, self.version, self.progress))
+        """The last epoch of progress closed: AdaScale's, counted here; with a fixed pace
+        the workers count epochs as their passes over the data, and this stays 0."""
+        return self._pace.reached(self._position())
 
     @property
     def finished(self) -> bool:
-        return not isinstance(self._pace, FixedPace) and self.reached() >= self._pace.epochs
+        return self._pace.finished(self._position())
+
+    def _position(self) -> Position:
+        return self._pace.at(0, 0, self.version, self.progress)
 
     def metrics(self, updates_per_epoch: int) -> dict[str, float]:
-        position = self._pace.at(0, 0, self.version, self.progress)
-        metrics = self._pace.metrics(position, self._noise, updates_per_epoch)
+        metrics = self._pace.metrics(self._position(), self._noise, updates_per_epoch)
         if self._noise is not None and self._noise.b_simple is not None:
             metrics["gns:b_simple"] = self._noise.b_simple
         return metrics
