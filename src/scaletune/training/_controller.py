@@ -377,8 +377,8 @@ class TrainingController:
             return False
         if retries >= policy.max_attempts:  # max_attempts counts retries, not attempts
             return False
-        return ending.fault == Fault.INFRASTRUCTURE or (
-            ending.fault == Fault.PROGRAM and policy.retry_on_program_error
+        return ending.fault is Fault.INFRASTRUCTURE or (
+            ending.fault is Fault.PROGRAM and policy.retry_on_program_error
         )
 
     def has_checkpoint(self, job_id: str) -> bool:

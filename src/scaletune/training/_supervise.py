@@ -8,6 +8,7 @@ import re
 import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 
 from scaletune.clock import Clock
@@ -20,12 +21,11 @@ from scaletune.worker import CheckpointSaved, Exited, Failed, Finished, LogOutpu
 ROOT_CAUSE_SECONDS = 0.5
 
 
-class Fault:
+class Fault(Enum):
     """Why an attempt failed, as the retry policy sees it."""
 
     INFRASTRUCTURE = "infrastructure"  # a worker killed, lost or silent; a start that broke
-    PROGRAM = "program"  # the training program raised
-    CONTROLLER = "controller"  # scaletune itself: never retried
+    PROGRAM = "program"  # the training program raised: retried only if the job says so
     CONFIGURATION = "configuration"  # asks what the cluster can never give: never retried
 
 
@@ -33,7 +33,7 @@ class Fault:
 class Ending:
     status: JobStatus
     reason: str | None = None
-    fault: str | None = None  # for a Failed ending: which kind (Fault)
+    fault: Fault | None = None  # for a Failed ending: which kind
 
 
 @dataclass
