@@ -28,11 +28,8 @@ from ._common import (
     restore_optimizer,
     set_learning_rate,
 )
-from ._hyperparameters import LearningRateScaling
-from ._pace import Pace, pace_for
+from ._pace import Pace, is_adaptive, noise_estimate, pace_for
 from ._run import DNNRun
-
-ADASCALE = LearningRateScaling.ADASCALE
 
 # Ranks agree on stopping every this many updates (one tiny all-reduce), and at each epoch's end.
 STOP_CHECK_UPDATES = 20
@@ -68,21 +65,17 @@ def _process_group(run: DNNRun) -> Iterator[None]:
 
 
 def _noise_estimate(run: DNNRun) -> GradientNoiseScale | None:
-    """The estimates of the gradient's signal and noise, where there are two batch sizes to
-    compare (S = workers x micro-batches > 1) and something wants them."""
+    """The noise estimates, where AdaScale or the noise scale wants them."""
     hyperparameters = run.hyperparameters
-    micro_batches = run.ctx.world_size * hyperparameters.gradient_accumulation_steps
-    wanted = hyperparameters.gns_every_updates > 0 or hyperparameters.lr_scaling is ADASCALE
-    if micro_batches < 2 or not wanted:
+    if hyperparameters.gns_every_updates == 0 and not is_adaptive(hyperparameters):
         return None
-    batch = hyperparameters.batch_size
-    return GradientNoiseScale(batch, batch * micro_batches)
+    return noise_estimate(hyperparameters, run.ctx.world_size)
 
 
 def _measuring(run: DNNRun, update: int) -> bool:
     """AdaScale's gain is taken at every update; the noise scale alone is sampled."""
     hyperparameters = run.hyperparameters
-    if hyperparameters.lr_scaling is ADASCALE:
+    if is_adaptive(hyperparameters):
         return True
     every = hyperparameters.gns_every_updates
     return every > 0 and (update + 1) % every == 0

@@ -116,11 +116,26 @@ class AdaScalePace:
         }
 
 
+def is_adaptive(hyperparameters: DNNHyperparameters) -> bool:
+    """Whether the learning rate follows AdaScale's measured gain."""
+    return hyperparameters.lr_scaling is LearningRateScaling.ADASCALE
+
+
+def noise_estimate(hyperparameters: DNNHyperparameters, workers: int) -> GradientNoiseScale | None:
+    """Estimates of the gradient's signal and noise, where an update averages two batch sizes'
+    worth to compare: S = workers x micro-batches > 1 gradients of one micro-batch each."""
+    micro_batches = workers * hyperparameters.gradient_accumulation_steps
+    if micro_batches < 2:
+        return None
+    batch = hyperparameters.batch_size
+    return GradientNoiseScale(batch, batch * micro_batches)
+
+
 def pace_for(
     hyperparameters: DNNHyperparameters, workers: int, train_rows: int, updates_per_epoch: int
 ) -> Pace:
     """`updates_per_epoch`: this job's own (its workers, batch and accumulation)."""
-    if hyperparameters.lr_scaling is LearningRateScaling.ADASCALE:
+    if is_adaptive(hyperparameters):
         reference = batches_per_epoch(train_rows, 1, hyperparameters.batch_size)
         schedule = LearningRateSchedule.for_job(hyperparameters, 1, reference)
         return AdaScalePace(schedule, hyperparameters.epochs, reference)

@@ -13,7 +13,7 @@ from ._allreduce import train_allreduce
 from ._common import Examples, Plan, evaluate
 from ._hyperparameters import DNNHyperparameters
 from ._model import ModelConfig, save_model
-from ._ps_training import AsynchronyRemedies, train_parameter_server
+from ._ps_training import train_parameter_server
 from ._run import DNNRun
 
 
@@ -49,11 +49,6 @@ def train_dnn(ctx: WorkerContext) -> None:
             run,
             synchronous=distribution.mode is SyncMode.SYNC,
             staleness_bound=distribution.staleness_bound,
-            asynchrony=AsynchronyRemedies(
-                distribution.staleness_compensation,
-                distribution.dc_lambda,
-                distribution.implicit_momentum,
-            ),
         )
     if not ctx.is_chief:
         return

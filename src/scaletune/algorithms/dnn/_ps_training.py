@@ -6,22 +6,19 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import nn
 from torch.nn.utils import vector_to_parameters
 
-from scaletune.gradient_noise import GradientNoiseScale
 from scaletune.spec import ImplicitMomentum, StalenessCompensation
 from scaletune.torch import MicroBatchNorms
 from scaletune.worker import WorkerContext
 
 from ._checkpoint import STATE_FILE, Position, pack, unpack
 from ._common import backward, make_optimizer, micro_batch_loss
-from ._hyperparameters import LearningRateScaling
-from ._pace import pace_for
+from ._pace import is_adaptive, noise_estimate, pace_for
 from ._parameter_server import ParameterServer, ParameterServerClient
 from ._ps_updates import ServerUpdates
 from ._run import DNNRun
@@ -34,28 +31,18 @@ from ._staleness import (
 )
 
 
-@dataclass(frozen=True)
-class AsynchronyRemedies:
-    """What the job's `[distribution]` says of stale gradients (asynchronous mode)."""
-
-    compensation: StalenessCompensation = StalenessCompensation.NONE
-    dc_lambda: float = 2.0
-    implicit_momentum: ImplicitMomentum = ImplicitMomentum.IGNORE
-
-
 def train_parameter_server(
     run: DNNRun,
     *,
     synchronous: bool,
     staleness_bound: int | None,
-    asynchrony: AsynchronyRemedies | None = None,
 ) -> tuple[nn.Module, int]:
     """Train through a parameter server hosted by rank 0; returns the final model (the
     server's weights, on rank 0) and the number of epochs run."""
     ctx, hyperparameters, plan = run.ctx, run.hyperparameters, run.plan
     rendezvous = ctx.task.rendezvous
     authkey = f"scaletune:{ctx.task.job_id}".encode()
-    adaptive = hyperparameters.lr_scaling is LearningRateScaling.ADASCALE
+    adaptive = is_adaptive(hyperparameters)
     server: ParameterServer | None = None
     resumed = _resumed_state(run)
     position = Position.start() if resumed is None else Position(**resumed["position"])
@@ -63,7 +50,7 @@ def train_parameter_server(
         server_model = run.new_model().cpu()
         server = ParameterServer(
             server_model,
-            _server_updates(run, server_model, synchronous, asynchrony),
+            _server_updates(run, server_model, synchronous),
             world_size=ctx.world_size,
             synchronous=synchronous,
             staleness_bound=staleness_bound,
@@ -134,26 +121,25 @@ def _server_updates(
     run: DNNRun,
     model: nn.Module,
     synchronous: bool,
-    asynchrony: AsynchronyRemedies | None,
 ) -> ServerUpdates:
+    """The server's update rule, from the job's hyperparameters and `[distribution]`."""
     ctx, hyperparameters, plan = run.ctx, run.hyperparameters, run.plan
+    distribution = ctx.task.distribution
     # Asynchronously every worker's push is an update of its own: N per worker step.
     updates_per_epoch = plan.updates_per_epoch * (1 if synchronous else ctx.world_size)
     pace = pace_for(hyperparameters, ctx.world_size, plan.train_rows, updates_per_epoch)
-    micro_batches = ctx.world_size * hyperparameters.gradient_accumulation_steps
-    noise = None
-    if hyperparameters.lr_scaling is LearningRateScaling.ADASCALE and micro_batches > 1:
-        noise = GradientNoiseScale(
-            hyperparameters.batch_size, hyperparameters.batch_size * micro_batches
-        )
+    # The server measures AdaScale's gain alone; the noise scale is the all-reduce loop's.
+    noise = (
+        noise_estimate(hyperparameters, ctx.world_size) if is_adaptive(hyperparameters) else None
+    )
     compensator: Compensator = NoCompensation()
     momentum = None
-    if not synchronous and asynchrony is not None:
-        if asynchrony.compensation is StalenessCompensation.LR:
+    if not synchronous:
+        if distribution.staleness_compensation is StalenessCompensation.LR:
             compensator = StalenessScaledRate()
-        elif asynchrony.compensation is StalenessCompensation.DC:
-            compensator = DelayCompensation(asynchrony.dc_lambda)
-        if asynchrony.implicit_momentum is ImplicitMomentum.SUBTRACT:
+        elif distribution.staleness_compensation is StalenessCompensation.DC:
+            compensator = DelayCompensation(distribution.dc_lambda)
+        if distribution.implicit_momentum is ImplicitMomentum.SUBTRACT:
             momentum = ImplicitMomentumCorrection(hyperparameters.momentum, ctx.world_size - 1)
     optimizer = make_optimizer(model.parameters(), hyperparameters)
     return ServerUpdates(
