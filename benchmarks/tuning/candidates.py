@@ -25,7 +25,6 @@ Writes benchmarks/results/tuning_candidates.{json,md}.
 from __future__ import annotations
 
 import argparse
-import functools
 import multiprocessing
 import time
 from collections.abc import Iterator
@@ -37,6 +36,7 @@ import numpy as np
 
 from benchmarks._report import paired_interval, write
 from benchmarks.tuning._lcbench_results import CHECKPOINTS, RANDOM_PROPOSALS, at
+from benchmarks.tuning._optuna_lastvalue import OptunaLastValueSearcher
 from benchmarks.tuning._problem import ALL_TASKS
 from scaletune.tuning._lastvalue import LastValueSearcher
 
@@ -64,28 +64,27 @@ ARMS: dict[str, dict[str, Any]] = {
 }
 
 
-class _EndpointsSearcher(LastValueSearcher):
-    """Optuna's TPE with `consider_endpoints`, which scaletune does not expose (deprecated)."""
-
-    def _build(self) -> Any:
-        from optuna.samplers import TPESampler
-
-        sampler = functools.partial(TPESampler, consider_endpoints=True)
-        with mock.patch("optuna.samplers.TPESampler", sampler):
-            return super()._build()
-
-
 @contextmanager
 def _searcher_of(arm: str) -> Iterator[None]:
     """The tuning loop's searcher for this arm; the scheduler stays the spec's."""
     from scaletune.tuning._strategy import make_search
 
     settings = dict(ARMS[arm])
-    kind = _EndpointsSearcher if settings.pop("endpoints", False) else LastValueSearcher
+    endpoints = settings.pop("endpoints", False)
 
     def patched(spec: Any) -> Any:
         _, scheduler, population = make_search(spec)
-        searcher = kind(spec.ranges, spec.objective_type, spec.seed, **settings)
+        searcher: LastValueSearcher
+        if endpoints:  # Optuna's TPE with `consider_endpoints` (deprecated; not offered)
+            searcher = OptunaLastValueSearcher(
+                spec.ranges,
+                spec.objective_type,
+                spec.seed,
+                sampler_options={"consider_endpoints": True},
+                **settings,
+            )
+        else:
+            searcher = LastValueSearcher(spec.ranges, spec.objective_type, spec.seed, **settings)
         return searcher, scheduler, population
 
     with mock.patch("scaletune.tuning._tuner.make_search", patched):

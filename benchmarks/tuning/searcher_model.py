@@ -42,6 +42,7 @@ import numpy as np
 
 from benchmarks._report import RESULTS
 from benchmarks.tuning._lcbench_results import at
+from benchmarks.tuning._optuna_lastvalue import OptunaLastValueSearcher
 from benchmarks.tuning._problem import ALL_TASKS, SPACE, stream_seed, streams_sentence
 from scaletune.spec import ObjectiveType, Range
 from scaletune.tuning._lastvalue import LastValueSearcher
@@ -136,8 +137,11 @@ def _searcher_of(arm: str) -> Iterator[None]:
         kind = ARMS[arm]
         searcher: LastValueSearcher
         if kind == "multivariate":
-            searcher = LastValueSearcher(
-                spec.ranges, spec.objective_type, spec.seed, multivariate=True
+            searcher = OptunaLastValueSearcher(
+                spec.ranges,
+                spec.objective_type,
+                spec.seed,
+                sampler_options={"multivariate": True},
             )
         else:
             searcher = SyneKDESearcher(

@@ -3,43 +3,26 @@
 Under asynchronous successive halving the trials worth learning from are the ones still
 running: the best configurations are the ones promoted furthest, and they are running most
 of the time. A model fitted on a rung's finished results (`_multifidelity`) counts those
-trials as pending (a constant liar puts them with the bad ones) and learns from them late.
-This searcher fits TPE on each trial's latest report instead, running trials included, as
-Syne Tune's BOHB does with its KDE: a value further along a curve is a better estimate of its
-end, and a trial promoted far has both a high value and a late one.
+trials as pending and learns from them late. This searcher fits TPE on each trial's latest
+report instead, running trials included: a value further along a curve is a better estimate
+of its end, and a trial promoted far has both a high value and a late one.
 
-TPE is Optuna's, independent per hyperparameter. Its multivariate form (what scaletune's
-other TPE searchers use) lost to random proposals late in the budget: +0.86 [+0.30, +1.45]
-points of regret at the end on all 34 LCBench tasks x 5 seeds
-(benchmarks/results/tuning_searcher_model.md). A third of the proposals stay random, as in
-BOHB.
-
-TPE keeps, of the candidates it draws from the good configurations' density, the one with
-the best ratio of good to bad density. Optuna's 24 candidates put nearly every proposal onto
-the best values seen; on a few LCBench tasks that held the search in a poor region, where
-random proposals and Syne Tune's BOHB both did better (tuning_lcbench_trailing.md). Eight
-keep proposals near the best values but spread them wider. On seeds not used to choose it
-(34 tasks x seeds 10..19) eight against 24 is +0.05 / -0.18 / -0.22 points of regret at
-25 / 50 / 100 % of the budget, within noise; on 10 held-out seeds (30..39) this searcher is
-ahead of random proposals at every checkpoint with 95 % confidence
-(tuning_lcbench_all_seeds30to39.md).
-
-Optuna's trials cannot change value, so the model is a study rebuilt from the latest values
-once enough of them have changed (a twentieth, five at least): a build costs about 0.1 ms a
-trial, so a rebuild on every report would cost a job of n trials n^2; with this rule a build
-of m trials follows m / 20 changes, so all builds together cost at most 20 trials' worth a
-report: linear in the job's reports.
+The model is TPE independent per hyperparameter, with eight candidates a proposal, and a
+third of the proposals stay random, as in BOHB (why these: benchmarks/README.md). It is fitted
+on arrays (`_parzen`) and refitted once enough latest values have changed (a twentieth, five
+at least): a fit of m trials follows m / 20 changes, so fits cost a bounded amount a report,
+and a proposal's work does not grow with the number of trials.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from scaletune.spec import ObjectiveType, Range
+from scaletune.tuning._parzen import ParzenModel, Work, axis_for
 from scaletune.tuning._searchers import (
     Config,
     Suggestion,
@@ -47,9 +30,6 @@ from scaletune.tuning._searchers import (
     prior_samples,
     to_samples,
 )
-
-if TYPE_CHECKING:
-    import optuna
 
 FINISHED = math.inf  # the step of a result at full length (a parent job's trial)
 
@@ -65,7 +45,6 @@ class LastValueSearcher:
         n_startup: int = 5,
         refit_fraction: float = 1 / 20,
         min_refit: int = 5,
-        multivariate: bool = False,  # the measured alternative (the module's docstring)
         candidates: int = 8,  # TPE's draws from l(x) per proposal, the best l(x)/g(x) kept
         first: Sequence[Config] = (),
     ) -> None:
@@ -75,13 +54,13 @@ class LastValueSearcher:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self._ranges = dict(ranges)
         self._distributions = {name: r.distribution() for name, r in self._ranges.items()}
+        self._axes = {name: axis_for(d) for name, d in self._distributions.items()}
         self._maximize = objective is ObjectiveType.MAXIMIZE
         self._seed = seed
         self._random_fraction = random_fraction
         self._n_startup = n_startup
         self._refit_fraction = refit_fraction
         self._min_refit = min_refit
-        self._multivariate = multivariate
         self._candidates = candidates
         self._coin = np.random.default_rng([seed, 2])
         self._random = optuna.create_study(sampler=RandomSampler(seed=seed))
@@ -91,15 +70,25 @@ class LastValueSearcher:
         self._priors = 0
         self._prior_params: dict[int, dict[str, object]] = {}
         self._first = [to_samples(self._ranges, config) for config in first]
-        self._model: optuna.Study | None = None
+        # The model's data: a row a trial, in the order their first values came.
+        self._rows: dict[int, int] = {}
+        self._points = np.empty((64, len(self._axes)))  # each hyperparameter, as TPE sees it
+        self._values = np.empty(64)  # the latest value; NaN once a trial is left out
+        self._model: ParzenModel | None = None
+        self._draws = np.random.RandomState()
+        self._work = Work()
         self._fits = 0
-        self._changes = 0  # latest values changed since the model was built
-        self._fitted_on = 0  # how many latest values it was built on
+        self._changes = 0  # latest values changed since the model was fitted
+        self._fitted_on = 0  # how many latest values it was fitted on
 
     @property
     def fits(self) -> int:
-        """How many times the model has been built (0: proposals are all random so far)."""
+        """How many times the model has been fitted (0: proposals are all random so far)."""
         return self._fits
+
+    @property
+    def work(self) -> Work:
+        return self._work
 
     def latest(self) -> dict[int, float]:
         """Each trial's latest value (priors numbered below zero): what the model learns."""
@@ -135,6 +124,7 @@ class LastValueSearcher:
         if value is None:  # failed: what it reported says nothing of its configuration
             self._failed.add(number)
             if self._latest.pop(number, None) is not None:
+                self._values[self._rows[number]] = math.nan
                 self._changes += 1
             return
         self._update(number, FINISHED if resource is None else resource, value)
@@ -167,8 +157,7 @@ class LastValueSearcher:
             return False
         self._priors += 1
         self._prior_params[-self._priors] = params
-        self._latest[-self._priors] = (FINISHED, value)
-        self._changes += 1
+        self._update(-self._priors, FINISHED, value)
         return True
 
     def _update(self, number: int, step: float, value: float) -> None:
@@ -178,7 +167,20 @@ class LastValueSearcher:
         if known is not None and (known[0] > step or known == (step, value)):
             return  # an older report replayed, or the same one again
         self._latest[number] = (step, value)
+        row = self._row(number)  # first: it may grow the arrays
+        self._values[row] = value
         self._changes += 1
+
+    def _row(self, number: int) -> int:
+        row = self._rows.get(number)
+        if row is None:
+            row = self._rows[number] = len(self._rows)
+            if row == len(self._values):  # full: twice the room
+                self._points = np.concatenate([self._points, np.empty_like(self._points)])
+                self._values = np.concatenate([self._values, np.empty_like(self._values)])
+            samples = self._samples(number)
+            self._points[row] = [axis.internal(samples[n]) for n, axis in self._axes.items()]
+        return row
 
     def _samples(self, number: int) -> dict[str, object]:
         """A trial's values as sampled; a prior's (numbered below zero) as the parent ran it."""
@@ -191,42 +193,25 @@ class LastValueSearcher:
             for number, (_, value) in self._latest.items()
         ]
 
-    def _ask_model(self) -> dict[str, object]:
-        from optuna.trial import TrialState
+    def _model_is_stale(self) -> bool:
+        return self._changes >= max(self._min_refit, int(self._refit_fraction * self._fitted_on))
 
-        if self._model is None or self._changes >= max(
-            self._min_refit, int(self._refit_fraction * self._fitted_on)
-        ):
-            self._model = self._build()
-        trial = self._model.ask(self._distributions)
-        # A proposal is not a result: failed, it stays out of the model.
-        self._model.tell(trial, state=TrialState.FAIL)
-        return trial.params
-
-    def _build(self) -> optuna.Study:
-        import optuna
-        from optuna.samplers import TPESampler
-
-        sampler = TPESampler(
-            seed=int(np.random.default_rng([self._seed, 3, self._fits]).integers(2**31)),
-            n_startup_trials=0,
-            multivariate=self._multivariate,
-            n_ei_candidates=self._candidates,
-        )
-        study = optuna.create_study(
-            direction="maximize" if self._maximize else "minimize", sampler=sampler
-        )
-        study.add_trials(
-            [
-                optuna.trial.create_trial(
-                    params=self._samples(number),
-                    distributions=self._distributions,
-                    value=value,
-                )
-                for number, (_, value) in self._latest.items()
-            ]
-        )
+    def _fitted(self) -> int:
+        """Counts a fit of the latest values; the seed of its draws."""
+        seed = int(np.random.default_rng([self._seed, 3, self._fits]).integers(2**31))
         self._fits += 1
         self._changes = 0
         self._fitted_on = len(self._latest)
-        return study
+        self._work.fitted_values += len(self._latest)
+        return seed
+
+    def _ask_model(self) -> dict[str, object]:
+        if self._model is None or self._model_is_stale():
+            count = len(self._rows)
+            live = np.flatnonzero(~np.isnan(self._values[:count]))
+            values = self._values[live]
+            self._model = ParzenModel(
+                self._axes, self._points[live], -values if self._maximize else values
+            )
+            self._draws = np.random.RandomState(self._fitted())
+        return self._model.propose(self._draws, self._candidates, self._work)
