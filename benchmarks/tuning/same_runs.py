@@ -1,6 +1,6 @@
 """Whether a rerun of LCBench methods reproduced committed runs: for every (method, task, seed)
-in both files, are the reports and the best-so-far curve the same? A change meant to keep
-proposals as they were (a faster model) is checked this way instead of by regret intervals.
+in both files, are the reports and the best-so-far curve the same, and how did regret move
+(paired, with a bootstrap interval)? For a change meant to keep proposals as they were.
 
     .bench-venv/bin/python -m benchmarks.tuning.run --task-set all --first-seed 40 --seeds 10 \
         --only 'LastValueTPE ASHA forecast' --name tuning_lcbench_rerun_seeds40to49
@@ -17,7 +17,9 @@ import shlex
 import sys
 from typing import Any
 
-from benchmarks._report import RESULTS
+import numpy as np
+
+from benchmarks._report import RESULTS, interval_text, paired_interval
 from benchmarks.tuning._lcbench_results import CHECKPOINTS, at, load_runs
 
 
@@ -36,10 +38,16 @@ def compare(rerun: list[dict[str, Any]], committed: list[dict[str, Any]]) -> dic
     differences = [
         max(abs(at(a, f) - at(b, f)) for f in CHECKPOINTS) for a, b in paired if a not in same
     ]
+    rng = np.random.default_rng(0)
     return {
         "pairs": len(paired),
         "same": len(same),
         "largest_difference": max(differences, default=0.0),
+        # regret is the best known minus the best found: its change is the best found's, negated
+        "regret_change": {
+            str(f): paired_interval(np.array([at(b, f) - at(a, f) for a, b in paired]), rng)
+            for f in CHECKPOINTS
+        },
         "different": sorted(f"{a['task']}/{a['seed']}" for a, _ in paired if a not in same),
     }
 
@@ -63,6 +71,11 @@ def main(argv: list[str] | None = None) -> None:
         f"- largest difference of best accuracy at 25 / 50 / 100 % of the budget where not: "
         f"{result['largest_difference']:.4f} points",
     ]
+    change = result["regret_change"]
+    lines.append(
+        "- regret, rerun minus committed, mean [95 % interval] at 25 / 50 / 100 % of the "
+        "budget: " + " / ".join(interval_text(change[str(f)]) for f in CHECKPOINTS) + " points"
+    )
     if result["different"]:
         lines.append(f"- differing (task/seed): {', '.join(result['different'])}")
     text = "\n".join(lines) + "\n"

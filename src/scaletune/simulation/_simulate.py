@@ -9,6 +9,11 @@ from scaletune.spec import TuningJobSpec
 from scaletune.store import Store, TuningJobRecord
 from scaletune.tuning import TuningController
 
+# How often (in simulated seconds) the loop looks for a stop request: a simulated minute
+# passes in a fraction of a real second, and a store read per report would be most of the
+# simulation's cost.
+STOP_POLL_SECONDS = 60.0
+
 
 def simulate_tuning(
     spec: TuningJobSpec,
@@ -28,5 +33,5 @@ def simulate_tuning(
         capacity_workers=capacity_workers,
         horizon_seconds=spec.max_runtime_seconds,
     )
-    tuner = TuningController(runner, clock=clock)
+    tuner = TuningController(runner, clock=clock, poll_seconds=STOP_POLL_SECONDS)
     return tuner.run(tuner.create(spec), spec)

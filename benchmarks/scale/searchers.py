@@ -1,0 +1,175 @@
+"""What a simulated tuning job costs a trial as it grows, with the settings a user writes.
+
+The job: two ranges, curves of 100 steps, 16 trials at a time, on a fresh SQLite store;
+nothing pinned but the sizes (`benchmarks/scale/_user_job.py`). A row for the default
+(Hyperband, LastValueTPE proposals, forecast rungs) and one for each other searcher, at
+1,000 / 10,000 / 100,000 trials, plus the default's searcher as it was (an Optuna study
+rebuilt at each fit), side by side in one run. Each run is its own process, capped in wall
+time: past the cap, the rate over the trials finished so far.
+
+    python -m benchmarks.scale.searchers                          # every row, 1k and 10k
+    python -m benchmarks.scale.searchers --sizes 100000 --only default --cap 1800 \
+        --name tuning_scale_100k
+
+Writes benchmarks/results/tuning_scale.{json,md} (or NAME).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks._report import write
+
+VARIANTS = (
+    "default",
+    "before",
+    "Random",
+    "Bayesian",
+    "BOHB",
+    "PBT",
+    "several objectives",
+)
+DESCRIPTIONS = {
+    "default": "Hyperband, nothing set (LastValueTPE, forecast rungs)",
+    "before": "the default with its searcher as it was: an Optuna study rebuilt at each fit",
+    "Random": 'strategy = "Random" (every trial to 100 steps)',
+    "Bayesian": 'strategy = "Bayesian" (Optuna\'s TPE; every trial to 100 steps)',
+    "BOHB": 'Hyperband, searcher = "BOHB" (a model per rung)',
+    "PBT": 'strategy = "PBT", perturbation_interval = 10',
+    "several objectives": "Hyperband, objectives AUC and billable seconds (random proposals)",
+}
+GOALS = {10_000: 0.005, 100_000: 0.010}  # the default's seconds a trial (issue 39)
+
+
+def _child(variant: str, trials: int, url: str) -> None:
+    from unittest import mock
+
+    from benchmarks.scale._user_job import UserCurves, user_spec
+    from scaletune.simulation import simulate_tuning
+    from scaletune.store import Store
+
+    spec = user_spec(trials, variant)
+    patch = mock.patch("scaletune.tuning._strategy.LastValueSearcher", _before_searcher())
+    with Store(url) as store:
+        if variant == "before":
+            patch.start()
+        print(f"started {time.perf_counter()}", flush=True)
+        started = time.perf_counter()
+        simulate_tuning(spec, UserCurves(), store, start_time=1e9)
+        print(json.dumps({"seconds": time.perf_counter() - started}), flush=True)
+
+
+def _before_searcher() -> Any:
+    from benchmarks.tuning._optuna_lastvalue import OptunaLastValueSearcher
+
+    def make(ranges: Any, objective: Any, seed: int, *, first: Any = ()) -> Any:
+        return OptunaLastValueSearcher(ranges, objective, seed, sampler_options={}, first=first)
+
+    return make
+
+
+def _finished_trials(database: Path) -> int:
+    with sqlite3.connect(database) as conn:
+        (count,) = conn.execute(
+            "SELECT count(*) FROM training_jobs WHERE end_time IS NOT NULL"
+        ).fetchone()
+    return int(count)
+
+
+def run_one(variant: str, trials: int, cap: float) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="scaletune-scale-") as folder:
+        database = Path(folder) / "store.db"
+        command = [sys.executable, "-m", "benchmarks.scale.searchers", "--child"]
+        command += [variant, str(trials), f"sqlite:///{database}"]
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        assert child.stdout is not None
+        began = time.perf_counter()  # replaced by the child's own start, once it says it
+        result: dict[str, Any] = {"variant": variant, "trials": trials}
+        for line in child.stdout:
+            if line.startswith("started"):
+                began = time.perf_counter()
+                _kill_at(child, began + cap)
+            elif line.startswith("{"):
+                result |= {"seconds": json.loads(line)["seconds"], "finished": trials}
+        child.wait()
+        if "seconds" not in result:  # stopped at the cap
+            result |= {
+                "seconds": time.perf_counter() - began,
+                "finished": _finished_trials(database),
+                "capped": True,
+            }
+        result["per_trial"] = result["seconds"] / max(result["finished"], 1)
+        print(json.dumps(result), flush=True)
+        return result
+
+
+def _kill_at(child: subprocess.Popen[str], deadline: float) -> None:
+    """Kill the child at the deadline (a timer thread: the reader blocks on its output)."""
+    import threading
+
+    def kill() -> None:
+        if child.poll() is None:
+            child.kill()
+
+    timer = threading.Timer(max(deadline - time.perf_counter(), 0), kill)
+    timer.daemon = True
+    timer.start()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1000,10000")
+    parser.add_argument("--only", action="append", choices=VARIANTS)
+    parser.add_argument("--cap", type=float, default=600.0, help="seconds a run may take")
+    parser.add_argument("--name", default="tuning_scale")
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        variant, trials, url = args.child
+        _child(variant, int(trials), url)
+        return
+    sizes = [int(size) for size in args.sizes.split(",")]
+    runs = [run_one(v, n, args.cap) for n in sizes for v in args.only or VARIANTS]
+    table = [["searcher", "settings", "trials", "seconds a trial", "how it grows", "goal"]]
+    for run in runs:
+        smaller = [
+            r for r in runs if r["variant"] == run["variant"] and r["trials"] < run["trials"]
+        ]
+        growth = f"{run['per_trial'] / smaller[-1]['per_trial']:.2f}x" if smaller else ""
+        goal = GOALS.get(run["trials"]) if run["variant"] == "default" else None
+        per_trial = f"{run['per_trial']:.4f}"
+        if run.get("capped"):
+            per_trial += f" (capped at {args.cap:g} s: {run['finished']:,} trials finished)"
+        table.append(
+            [
+                run["variant"],
+                DESCRIPTIONS[run["variant"]],
+                f"{run['trials']:,}",
+                per_trial,
+                growth,
+                ""
+                if goal is None
+                else f"≤ {goal} ({'met' if run['per_trial'] <= goal else 'not met'})",
+            ]
+        )
+    write(
+        args.name,
+        "Seconds a simulated tuning job costs a trial, with the settings a user writes",
+        {"cap_seconds": args.cap, "runs": runs},
+        table,
+        "The real tuning loop, searchers, schedulers and store writes on simulated trials "
+        "(benchmarks/scale/_user_job.py); wall time from the job's creation to its end, over "
+        "its trials. 'how it grows': this size's seconds a trial over the smaller size's.",
+    )
+
+
+if __name__ == "__main__":
+    main()
