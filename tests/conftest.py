@@ -108,7 +108,7 @@ def warm_backend() -> Iterator[LocalBackend]:
 
     def give_back_and_allow(workers):
         original(workers)
-        _allowed_pids.update(backend.idle_pids)
+        _allowed_pids.update(backend.idle_pids, backend.server_pids)
 
     backend._give_back = give_back_and_allow  # type: ignore[method-assign]
     yield backend

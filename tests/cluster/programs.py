@@ -210,3 +210,9 @@ def report_thread_share(ctx: WorkerContext) -> None:
         concurrent_workers=float(ctx.task.concurrent_workers or 0),
         **{"validation:logloss": 1.0},
     )
+
+
+def report_parent_and_imports(ctx: WorkerContext) -> None:
+    """Whether the preloaded module was imported before this process existed (a fork
+    inherits it), and which process started this one."""
+    ctx.report(1, parent=float(os.getppid()), preloaded=float("colorsys" in sys.modules))

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 from scaletune.cluster._backend import Abandon, Backend, Group, make_backend
 from scaletune.cluster._local import LocalBackend, WorkerGroup
 from scaletune.cluster._rendezvous import GroupRendezvous, free_port
+from scaletune.cluster._starters import ForkServer, FreshInterpreters, WorkerStarter
 
 if TYPE_CHECKING:
     from scaletune.cluster._ray import RayBackend, WorkerResources
@@ -13,12 +14,15 @@ if TYPE_CHECKING:
 __all__ = [
     "Abandon",
     "Backend",
+    "ForkServer",
+    "FreshInterpreters",
     "Group",
     "GroupRendezvous",
     "LocalBackend",
     "RayBackend",
     "WorkerGroup",
     "WorkerResources",
+    "WorkerStarter",
     "free_port",
     "make_backend",
 ]

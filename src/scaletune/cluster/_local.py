@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import pickle
 import signal
 import socket
@@ -20,6 +19,7 @@ from pathlib import Path
 from scaletune.cluster._backend import Abandon
 from scaletune.cluster._programs import check_importable
 from scaletune.cluster._rendezvous import LOOPBACK
+from scaletune.cluster._starters import WorkerProcess, WorkerStarter, default_starter
 from scaletune.errors import WorkerStartError
 from scaletune.spec import BackendName, ClusterSpec
 from scaletune.worker import Exited, Finished, Heartbeat, Ready, WorkerEvent, WorkerTask
@@ -30,7 +30,7 @@ KILL_GRACE_SECONDS = 2.0
 
 @dataclass
 class _Worker:
-    process: subprocess.Popen[bytes]
+    process: WorkerProcess
     conn: Connection
 
     @property
@@ -45,7 +45,9 @@ class LocalBackend:
     """Places each job's N workers as processes on this machine.
 
     With `warm_pool`, workers that finished a job cleanly wait for the next one, so a job
-    of a size seen before starts without spawning or importing anything.
+    of a size seen before starts without spawning or importing anything. Other workers come
+    from the `starter`: by default forked from a fork server that has done their imports
+    (`_starters`).
     """
 
     def __init__(
@@ -55,20 +57,27 @@ class LocalBackend:
         max_idle_workers: int = 8,
         preload: tuple[str, ...] = DEFAULT_PRELOAD,
         start_timeout_seconds: float = 120.0,
+        starter: WorkerStarter | None = None,
     ) -> None:
         self.warm_pool = warm_pool
+        self._starter = starter or default_starter()
         self.max_idle_workers = max_idle_workers
         self._preload = preload
         self._start_timeout = start_timeout_seconds
         self._idle: list[_Worker] = []
         self._lock = threading.Lock()
         self._closed = False
-        self._finalizer = weakref.finalize(self, _stop_pool, self._idle)
+        self._finalizer = weakref.finalize(self, _stop_pool, self._idle, self._starter)
 
     @property
     def idle_pids(self) -> list[int]:
         with self._lock:
             return [worker.pid for worker in self._idle]
+
+    @property
+    def server_pids(self) -> list[int]:
+        """Processes this backend keeps besides its workers: its fork server, once started."""
+        return self._starter.server_pids
 
     name = BackendName.LOCAL
     rendezvous_host = LOOPBACK  # every worker runs on this machine
@@ -129,20 +138,8 @@ class LocalBackend:
         workers = []
         try:
             for _ in range(count):  # start all first, then wait: imports run in parallel
-                ours, theirs = socket.socketpair()
-                with theirs:
-                    process = subprocess.Popen(
-                        [
-                            sys.executable,
-                            "-m",
-                            "scaletune.cluster._entry",
-                            str(theirs.fileno()),
-                            str(os.getpid()),
-                        ],
-                        pass_fds=(theirs.fileno(),),
-                        stdin=subprocess.DEVNULL,
-                    )
-                worker = _Worker(process, Connection(ours.detach()))
+                process, conn = self._starter.open(self._preload, self._start_timeout)
+                worker = _Worker(process, conn)
                 workers.append(worker)
                 worker.conn.send((list(sys.path), self._preload))
             deadline = time.monotonic() + self._start_timeout
@@ -263,9 +260,10 @@ class WorkerGroup:
             _stop_workers(self._workers, polite=False)
 
 
-def _stop_pool(idle: list[_Worker]) -> None:
+def _stop_pool(idle: list[_Worker], starter: WorkerStarter) -> None:
     stopping, idle[:] = list(idle), []
     _stop_workers(stopping)
+    starter.close()
 
 
 def _stop_workers(workers: Sequence[_Worker], polite: bool = True) -> None:
