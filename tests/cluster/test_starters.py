@@ -75,3 +75,13 @@ def test_the_fork_server_is_the_default_unless_turned_off(
 ) -> None:
     monkeypatch.setenv("SCALETUNE_FORK_SERVER", setting)
     assert isinstance(default_starter(), kind)
+
+
+def test_the_fork_server_starts_with_its_backend_before_any_job(tmp_path: Path) -> None:
+    """Its imports overlap what the controller does before its first launch."""
+    with LocalBackend(preload=(), starter=ForkServer()) as backend:
+        (server,) = backend.server_pids
+        assert pid_alive(server)
+        reports = _reports(backend, tmp_path, 1)
+        assert reports[0].metrics["parent"] == float(server)
+    wait_until(lambda: not pid_alive(server), timeout=10)

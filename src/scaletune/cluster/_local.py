@@ -68,6 +68,7 @@ class LocalBackend:
         self._lock = threading.Lock()
         self._closed = False
         self._finalizer = weakref.finalize(self, _stop_pool, self._idle, self._starter)
+        self._starter.prepare(preload)
 
     @property
     def idle_pids(self) -> list[int]:

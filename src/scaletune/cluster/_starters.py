@@ -44,6 +44,10 @@ class WorkerProcess(Protocol):
 
 
 class WorkerStarter(Protocol):
+    def prepare(self, preload: tuple[str, ...]) -> None:
+        """Begin whatever makes the first worker start sooner, without waiting for it."""
+        ...
+
     def open(self, preload: tuple[str, ...], timeout: float) -> tuple[WorkerProcess, Connection]:
         """A new worker process and the controller's end of its connection."""
         ...
@@ -58,6 +62,9 @@ class WorkerStarter(Protocol):
 
 class FreshInterpreters:
     """`python -m scaletune.cluster._entry`: a Python start and the imports for each worker."""
+
+    def prepare(self, preload: tuple[str, ...]) -> None:
+        pass
 
     def open(self, preload: tuple[str, ...], timeout: float) -> tuple[WorkerProcess, Connection]:
         ours, theirs = socket.socketpair()
@@ -84,19 +91,25 @@ class FreshInterpreters:
 
 
 class ForkServer:
-    """Workers forked from one zygote per backend, started at the first worker and again if it
-    dies. What it preloads is the first caller's `preload`."""
+    """Workers forked from one zygote per backend, started when the backend is made (its
+    imports overlap the controller's own preparation) and again if it dies."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._zygote: _Zygote | None = None
+
+    def prepare(self, preload: tuple[str, ...]) -> None:
+        with self._lock:
+            if self._zygote is None:
+                self._zygote = _Zygote(preload)
 
     def open(self, preload: tuple[str, ...], timeout: float) -> tuple[WorkerProcess, Connection]:
         with self._lock:
             if self._zygote is None or not self._zygote.alive():
                 if self._zygote is not None:
                     self._zygote.close()
-                self._zygote = _Zygote(preload, timeout)
+                self._zygote = _Zygote(preload)
+            self._zygote.wait_ready(timeout)
             return self._zygote.fork()
 
     @property
@@ -112,7 +125,7 @@ class ForkServer:
 
 
 class _Zygote:
-    def __init__(self, preload: tuple[str, ...], timeout: float) -> None:
+    def __init__(self, preload: tuple[str, ...]) -> None:
         self._requests, their_requests = socket.socketpair()
         notices, their_notices = socket.socketpair()
         with their_requests, their_notices:
@@ -125,9 +138,19 @@ class _Zygote:
         self._notices = Connection(notices.detach())
         self._exits: dict[int, int] = {}
         self._changed = threading.Condition()
+        self._ready = False
         self._ended = False
         try:
             self._notices.send((list(sys.path), preload))
+        except OSError as exc:
+            self.close()
+            raise WorkerStartError(f"the fork server died while starting: {exc}") from None
+
+    def wait_ready(self, timeout: float) -> None:
+        """Until it has done its imports (at once after the first time)."""
+        if self._ready:
+            return
+        try:
             if not self._notices.poll(timeout):
                 raise WorkerStartError(f"the fork server did not start within {timeout:.0f} s")
             ready = self._notices.recv()
@@ -140,6 +163,7 @@ class _Zygote:
         if not isinstance(ready, Ready):
             self.close()
             raise WorkerStartError(f"the fork server started with {ready!r} instead of Ready")
+        self._ready = True
         threading.Thread(target=self._read_exits, name="scaletune-zygote", daemon=True).start()
 
     def alive(self) -> bool:
@@ -202,10 +226,12 @@ class _Zygote:
 
     def close(self) -> None:
         """Closing the requests socket ends the zygote (and, through their parent watch, any
-        worker it still has)."""
+        worker it still has); one still importing is killed."""
         with contextlib.suppress(OSError):
             self._requests.close()
         try:
+            if not self._ready:  # still importing: nothing of it is worth waiting for
+                raise subprocess.TimeoutExpired("fork server", 0)
             self.process.wait(2.0)
         except subprocess.TimeoutExpired:
             self.process.kill()
