@@ -59,8 +59,8 @@ class Unpicklable:
 
 
 def _signal_self_at_round(ctx: WorkerContext, signum: int, round_number: int) -> None:
-    """Send this worker process `signum` when the program asks, for the round_number-th
-    time, whether to stop (XGBoost asks after every round): a real kill at a known round."""
+    """Send this worker process `signum` as it reports round `round_number` (XGBoost reports
+    after every round, on every rank): a real kill at a known round."""
 
     def send() -> None:
         sys.stdout.flush()
@@ -76,17 +76,14 @@ def _hang_at_round(ctx: WorkerContext, round_number: int) -> None:
 
 
 def _at_round(ctx: WorkerContext, round_number: int, action: Callable[[], object]) -> None:
-    asked = 0
-    ask = ctx.stop_requested
+    report = ctx.report
 
-    def stop_requested() -> bool:
-        nonlocal asked
-        asked += 1
-        if asked == round_number:
+    def report_then_act(step: int, **metrics: float) -> None:
+        report(step, **metrics)
+        if step == round_number:
             action()
-        return ask()
 
-    ctx.stop_requested = stop_requested  # type: ignore[method-assign]
+    ctx.report = report_then_act  # type: ignore[method-assign]
 
 
 def xgboost_rank1_killed_at_round_7(ctx: WorkerContext) -> None:

@@ -6,6 +6,8 @@ import contextlib
 import json
 import math
 import sys
+import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -19,6 +21,8 @@ from ._hyperparameters import XGBoostHyperparameters
 MODEL_FILE = "xgboost-model.json"
 CHECKPOINT_FILE = "booster.ubj"  # binary JSON: every float exactly as trained
 SAMPLER_PERIOD = 10  # rounds, at most, between fresh samplers (see sampler_period)
+AGREE_EVERY_SECONDS = 0.1  # how often the ranks agree on stopping: a stop lands this late
+MOST_ROUNDS_APART = 32  # between two agreements, however fast the rounds
 
 
 def train_xgboost(ctx: WorkerContext) -> None:
@@ -50,6 +54,7 @@ def train_xgboost(ctx: WorkerContext) -> None:
             hyperparameters.samples, None if checkpoints is None else checkpoints.plan.every_steps
         )
         saved = start  # the newest round a checkpoint holds
+        agreement = _Agreement(ctx, start, period)
         # xgboost.train's loop, so that a resumed run continues at the same round: with the
         # same data and workers it grows the very trees an uninterrupted run would.
         for round_index in range(start, hyperparameters.num_round):
@@ -59,7 +64,7 @@ def train_xgboost(ctx: WorkerContext) -> None:
             step = round_index + 1
             if evals:
                 ctx.report(step, **_parse_eval(booster.eval_set(evals, iteration=round_index)))
-            stop, due = _agree(ctx, step)
+            stop, due = agreement.after(step)
             # Only a round whose samplers start fresh can be resumed exactly: a checkpoint
             # due by time waits for the next one; a stop keeps the last one passed.
             whole = step - step % period
@@ -114,16 +119,56 @@ def _booster(
     return booster, booster.num_boosted_rounds()
 
 
-def _agree(ctx: WorkerContext, step: int) -> tuple[bool, bool]:
-    """Whether to stop, and whether a checkpoint is due, after this round: the same answer on
-    every rank (one tiny all-reduce), or the next collective would hang."""
-    checkpoints = ctx.checkpoints
-    by_time = checkpoints is not None and checkpoints.time_due()
-    wanted = np.array([int(ctx.stop_requested()), int(by_time)], dtype=np.int32)
-    if ctx.world_size > 1:
-        wanted = collective.allreduce(wanted, collective.Op.MAX)
-    by_count = checkpoints is not None and checkpoints.step_due(step)
-    return bool(wanted[0]), bool(wanted[1]) or by_count
+class _Agreement:
+    """Whether to stop, and whether a checkpoint is due, after a round: the same answer on
+    every rank, or the next collective would hang. Agreeing is a collective every rank waits
+    in (on a busy machine the wait, not the tiny sum, is its cost), so the ranks agree about
+    every `AGREE_EVERY_SECONDS` of training rather than every round: rank 0 times its rounds,
+    and the rounds to the next agreement travel in this one (the other ranks add nothing).
+    With sampled trees agreements fall on the sampling period's rounds, where a checkpoint
+    can be taken. A stop requested lands at the next agreement; a checkpoint due by count
+    needs none (every rank counts the same)."""
+
+    def __init__(
+        self,
+        ctx: WorkerContext,
+        start: int,
+        period: int,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self._ctx = ctx
+        self._period = period
+        self._clock = clock
+        self._next = start + 1  # the first round's end
+        self._last = (start, clock())
+
+    def after(self, step: int) -> tuple[bool, bool]:
+        ctx, checkpoints = self._ctx, self._ctx.checkpoints
+        by_count = checkpoints is not None and checkpoints.step_due(step)
+        if step < self._next:
+            return False, by_count
+        by_time = checkpoints is not None and checkpoints.time_due()
+        wanted = np.array(
+            [int(ctx.stop_requested()), int(by_time), self._rounds_to_next(step)], dtype=np.int64
+        )
+        if ctx.world_size > 1:
+            wanted = collective.allreduce(wanted, collective.Op.MAX)
+        self._next = step + int(wanted[2])
+        if self._period > 1:  # onto the next sampling period's round
+            self._next = -(-self._next // self._period) * self._period
+        return bool(wanted[0]), bool(wanted[1]) or by_count
+
+    def _rounds_to_next(self, step: int) -> int:
+        """Rank 0's choice, from its rounds since the last agreement (0 from the others)."""
+        if not self._ctx.is_chief:
+            return 0
+        if self._ctx.world_size == 1:
+            return 1  # no collective to wait in: every round
+        now = self._clock()
+        (last_step, last_time), self._last = self._last, (step, now)
+        per_round = (now - last_time) / max(step - last_step, 1)
+        fits = int(AGREE_EVERY_SECONDS / per_round) if per_round > 0 else MOST_ROUNDS_APART
+        return min(max(fits, 1), MOST_ROUNDS_APART)
 
 
 def sampler_period(samples: bool, every_steps: int | None) -> int:
