@@ -141,8 +141,9 @@ def test_ctrl_c_stops_the_job_and_its_workers(store_path: Path, tmp_path: Path) 
     )
     try:
         parent = psutil.Process(process.pid)
-        wait_until(lambda: len(parent.children()) == 2, timeout=60)
-        workers = [child.pid for child in parent.children()]
+        # two workers and the fork server they were forked from
+        wait_until(lambda: len(parent.children(recursive=True)) == 3, timeout=60)
+        workers = [child.pid for child in parent.children(recursive=True)]
         wait_until(lambda: _metrics_exist(store_path), timeout=60)
         process.send_signal(signal.SIGINT)
         out, _ = process.communicate(timeout=60)

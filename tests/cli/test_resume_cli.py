@@ -133,8 +133,9 @@ def _train_until(
     )
     try:
         parent = psutil.Process(process.pid)
-        wait_until(lambda: len(parent.children()) == 2, timeout=60)
-        workers = [child.pid for child in parent.children()]
+        # two workers and the fork server they were forked from
+        wait_until(lambda: len(parent.children(recursive=True)) == 3, timeout=60)
+        workers = [child.pid for child in parent.children(recursive=True)]
         wait_until(ready, timeout=60)
     except BaseException:
         process.kill()

@@ -58,24 +58,25 @@ class Unpicklable:
         return (__import__, ("module_that_exists_nowhere",))
 
 
-def _signal_self_at_round(ctx: WorkerContext, signum: int, round_number: int) -> None:
-    """Send this worker process `signum` as it reports round `round_number` (XGBoost reports
-    after every round, on every rank): a real kill at a known round."""
+def _signal_self(signum: int) -> Callable[[], None]:
+    """What sends this worker process `signum`: a real kill (or stop) at a known point."""
 
     def send() -> None:
         sys.stdout.flush()
         os.kill(os.getpid(), signum)
 
-    _at_round(ctx, round_number, send)
+    return send
 
 
-def _hang_at_round(ctx: WorkerContext, round_number: int) -> None:
-    """Block the program for good at a known round, alive: its heartbeats go on, its peers
-    wait in their next collective until it times out."""
-    _at_round(ctx, round_number, threading.Event().wait)
+def _hang() -> None:
+    """Block the program for good, alive: its heartbeats go on, its peers wait in their next
+    collective until it times out."""
+    threading.Event().wait()
 
 
 def _at_round(ctx: WorkerContext, round_number: int, action: Callable[[], object]) -> None:
+    """`action` as the program reports round `round_number` (XGBoost reports after every
+    round, on every rank)."""
     report = ctx.report
 
     def report_then_act(step: int, **metrics: float) -> None:
@@ -86,12 +87,27 @@ def _at_round(ctx: WorkerContext, round_number: int, action: Callable[[], object
     ctx.report = report_then_act  # type: ignore[method-assign]
 
 
+def _at_stop_check(ctx: WorkerContext, check: int, action: Callable[[], object]) -> None:
+    """`action` when the program asks, for the `check`-th time, whether to stop."""
+    asked = 0
+    ask = ctx.stop_requested
+
+    def stop_requested() -> bool:
+        nonlocal asked
+        asked += 1
+        if asked == check:
+            action()
+        return ask()
+
+    ctx.stop_requested = stop_requested  # type: ignore[method-assign]
+
+
 def xgboost_rank1_killed_at_round_7(ctx: WorkerContext) -> None:
     """Built-in XGBoost whose rank 1 is killed (SIGKILL) at round 7 of its first attempt."""
     from scaletune.algorithms.xgboost._program import train_xgboost
 
     if ctx.rank == 1 and ctx.task.attempt == 1:
-        _signal_self_at_round(ctx, signal.SIGKILL, 7)
+        _at_round(ctx, 7, _signal_self(signal.SIGKILL))
     train_xgboost(ctx)
 
 
@@ -99,7 +115,7 @@ def xgboost_rank1_killed_every_attempt(ctx: WorkerContext) -> None:
     from scaletune.algorithms.xgboost._program import train_xgboost
 
     if ctx.rank == 1:
-        _signal_self_at_round(ctx, signal.SIGKILL, 3)
+        _at_round(ctx, 3, _signal_self(signal.SIGKILL))
     train_xgboost(ctx)
 
 
@@ -108,7 +124,7 @@ def xgboost_rank1_hangs_at_round_5(ctx: WorkerContext) -> None:
     from scaletune.algorithms.xgboost._program import train_xgboost
 
     if ctx.rank == 1 and ctx.task.attempt == 1:
-        _hang_at_round(ctx, 5)
+        _at_round(ctx, 5, _hang)
     train_xgboost(ctx)
 
 
@@ -117,7 +133,7 @@ def xgboost_rank2_stopped_at_round_5(ctx: WorkerContext) -> None:
     from scaletune.algorithms.xgboost._program import train_xgboost
 
     if ctx.rank == 2 and ctx.task.attempt == 1:
-        _signal_self_at_round(ctx, signal.SIGSTOP, 5)
+        _at_round(ctx, 5, _signal_self(signal.SIGSTOP))
     train_xgboost(ctx)
 
 
@@ -136,7 +152,7 @@ def dnn_rank1_killed_on_first_attempt(ctx: WorkerContext) -> None:
 
     if ctx.rank == 1 and ctx.task.attempt == 1:
         allreduce = ctx.task.distribution.strategy is DistributionStrategy.ALLREDUCE
-        _signal_self_at_round(ctx, signal.SIGKILL, 5 if allreduce else 40)
+        _at_stop_check(ctx, 5 if allreduce else 40, _signal_self(signal.SIGKILL))
     train_dnn(ctx)
 
 
@@ -147,7 +163,7 @@ def dnn_rank1_hangs_on_first_attempt(ctx: WorkerContext) -> None:
 
     if ctx.rank == 1 and ctx.task.attempt == 1:
         allreduce = ctx.task.distribution.strategy is DistributionStrategy.ALLREDUCE
-        _hang_at_round(ctx, 5 if allreduce else 40)
+        _at_stop_check(ctx, 5 if allreduce else 40, _hang)
     train_dnn(ctx)
 
 

@@ -21,8 +21,8 @@ from ._hyperparameters import XGBoostHyperparameters
 MODEL_FILE = "xgboost-model.json"
 CHECKPOINT_FILE = "booster.ubj"  # binary JSON: every float exactly as trained
 SAMPLER_PERIOD = 10  # rounds, at most, between fresh samplers (see sampler_period)
-AGREE_EVERY_SECONDS = 0.1  # how often the ranks agree on stopping: a stop lands this late
-MOST_ROUNDS_APART = 32  # between two agreements, however fast the rounds
+AGREE_EVERY_SECONDS = 0.05  # how often the ranks agree on stopping: a stop lands this late
+MOST_ROUNDS_APART = 8  # and this many rounds late at most, however fast the rounds
 
 
 def train_xgboost(ctx: WorkerContext) -> None:
@@ -125,9 +125,9 @@ class _Agreement:
     in (on a busy machine the wait, not the tiny sum, is its cost), so the ranks agree about
     every `AGREE_EVERY_SECONDS` of training rather than every round: rank 0 times its rounds,
     and the rounds to the next agreement travel in this one (the other ranks add nothing).
-    With sampled trees agreements fall on the sampling period's rounds, where a checkpoint
-    can be taken. A stop requested lands at the next agreement; a checkpoint due by count
-    needs none (every rank counts the same)."""
+    With sampled trees the ranks also agree on each sampling period's round, where a
+    checkpoint can be taken. A stop requested lands at the next agreement; a checkpoint due
+    by count needs none (every rank counts the same)."""
 
     def __init__(
         self,
@@ -154,8 +154,8 @@ class _Agreement:
         if ctx.world_size > 1:
             wanted = collective.allreduce(wanted, collective.Op.MAX)
         self._next = step + int(wanted[2])
-        if self._period > 1:  # onto the next sampling period's round
-            self._next = -(-self._next // self._period) * self._period
+        if self._period > 1:  # and on every sampling period's round, where checkpoints fall
+            self._next = min(self._next, (step // self._period + 1) * self._period)
         return bool(wanted[0]), bool(wanted[1]) or by_count
 
     def _rounds_to_next(self, step: int) -> int:
