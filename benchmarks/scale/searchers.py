@@ -57,9 +57,8 @@ def _child(variant: str, trials: int, url: str) -> None:
     from scaletune.simulation import simulate_tuning
     from scaletune.store import Store
 
-    patch = mock.patch("scaletune.tuning._strategy.LastValueSearcher", _before_searcher())
-    if variant == "before":
-        patch.start()
+    if variant == "before":  # for this process's whole life
+        mock.patch("scaletune.tuning._strategy.LastValueSearcher", _before_searcher()).start()
     with Store(url) as store:
         # a small job first, so that what is imported on first use is not counted a trial
         simulate_tuning(user_spec(WARM_UP, variant), UserCurves(), store, start_time=1e9)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scaletune.spec import ObjectiveType, Range
+from scaletune.spec import ObjectiveType, Range, TuningJobSpec
 from scaletune.tuning._lastvalue import LastValueSearcher
 
 
@@ -24,6 +24,19 @@ class OptunaLastValueSearcher(LastValueSearcher):
         super().__init__(ranges, objective, seed, **settings)
         self._sampler_options = dict(sampler_options)
         self._study: Any = None
+
+    @classmethod
+    def for_spec(
+        cls, spec: TuningJobSpec, sampler_options: Mapping[str, Any], **settings: Any
+    ) -> OptunaLastValueSearcher:
+        """The tuning job's searcher in its place (its ranges, objective and seed)."""
+        return cls(
+            spec.ranges,
+            spec.objective_type,
+            spec.seed,
+            sampler_options=sampler_options,
+            **settings,
+        )
 
     def _ask_model(self) -> dict[str, object]:
         import optuna

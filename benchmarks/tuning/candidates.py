@@ -76,12 +76,8 @@ def _searcher_of(arm: str) -> Iterator[None]:
         _, scheduler, population = make_search(spec)
         searcher: LastValueSearcher
         if endpoints:  # Optuna's TPE with `consider_endpoints` (deprecated; not offered)
-            searcher = OptunaLastValueSearcher(
-                spec.ranges,
-                spec.objective_type,
-                spec.seed,
-                sampler_options={"consider_endpoints": True},
-                **settings,
+            searcher = OptunaLastValueSearcher.for_spec(
+                spec, {"consider_endpoints": True}, **settings
             )
         else:
             searcher = LastValueSearcher(spec.ranges, spec.objective_type, spec.seed, **settings)

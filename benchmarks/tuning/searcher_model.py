@@ -137,12 +137,7 @@ def _searcher_of(arm: str) -> Iterator[None]:
         kind = ARMS[arm]
         searcher: LastValueSearcher
         if kind == "multivariate":
-            searcher = OptunaLastValueSearcher(
-                spec.ranges,
-                spec.objective_type,
-                spec.seed,
-                sampler_options={"multivariate": True},
-            )
+            searcher = OptunaLastValueSearcher.for_spec(spec, {"multivariate": True})
         else:
             searcher = SyneKDESearcher(
                 spec.ranges, spec.seed, own_scale=kind == "kde-own-scale", first=()
