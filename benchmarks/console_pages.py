@@ -1,4 +1,5 @@
-"""How fast the console's pages paint over a large simulated tuning job, measured in
+"""How fast the console's pages paint over a large simulated tuning job (written as a user
+writes one, nothing pinned but the sizes: `benchmarks/scale/_user_job.py`), measured in
 headless Chromium through the Performance API (first contentful paint, and for the tuning
 page also the moment every chart is drawn), the console started as `scaletune console`.
 
@@ -22,7 +23,7 @@ from typing import Any
 
 from tests.console.browser import CHROMIUM_ARGS, chromium_path, running_console
 
-from benchmarks.scale._synthetic import SyntheticCurves, spec
+from benchmarks.scale._user_job import UserCurves, user_spec
 from scaletune.simulation import simulate_tuning
 from scaletune.store import Store
 
@@ -63,7 +64,7 @@ def one_size(
     url = f"sqlite:///{folder / f'console-{size}.db'}"
     started = time.perf_counter()
     with Store(url) as store:
-        record = simulate_tuning(spec(size), SyntheticCurves(), store, start_time=1e9)
+        record = simulate_tuning(user_spec(size), UserCurves(), store, start_time=1e9)
         trials = [job.id for job in store.list_training_jobs(tuning_job_id=record.id, limit=3)]
     simulated = time.perf_counter() - started
     middle_page = max(1, size // 50 // 2)

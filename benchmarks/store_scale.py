@@ -2,8 +2,9 @@
 
 1. CLI start: `scaletune --help`, `jobs list` and `tuning show ID` against `python -c pass`,
    median of 10 runs each, alternated so that machine noise falls on all of them.
-2. For simulated Hyperband tuning jobs of 1,000 / 10,000 / 100,000 trials (synthetic curves,
-   27 steps at most; `benchmarks/scale/_synthetic.py`), on SQLite and PostgreSQL:
+2. For simulated Hyperband tuning jobs of 1,000 / 10,000 / 100,000 trials, written as a user
+   writes one (two ranges, curves of 100 steps, nothing pinned but the sizes;
+   `benchmarks/scale/_user_job.py`), on SQLite and PostgreSQL:
    - simulation time per trial (the real tuning loop and store writes, no training);
    - `tuning show ID`, `tuning analytics ID --csv F`, `jobs list --tuning-job ID`, and
      `report ID` as commands (wall time including Python's start; peak RSS of the process),
@@ -34,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._report import summary, write
-from benchmarks.scale._synthetic import METRIC, SyntheticCurves, spec
+from benchmarks.scale._user_job import METRIC, UserCurves, user_spec
 from scaletune.simulation import simulate_tuning
 from scaletune.store import Store
 
@@ -176,7 +177,7 @@ def _simulated(kind: str, size: int, url: str) -> tuple[str, dict[str, Any]]:
     simulation cost."""
     with Store(url) as store:
         started = time.perf_counter()
-        record = simulate_tuning(spec(size), SyntheticCurves(), store, start_time=1e9)
+        record = simulate_tuning(user_spec(size), UserCurves(), store, start_time=1e9)
         simulated = time.perf_counter() - started
         points = sum(len(curve) for curve in store.trials.curves(record.id, METRIC).values())
     print(f"{kind} {size}: simulated in {simulated:.1f} s", file=sys.stderr, flush=True)

@@ -66,6 +66,7 @@ class SimulatedTrialRunner:
         self._paused: dict[int, _Trial] = {}  # where each paused trial's curve stopped
         self._events: list[tuple[float, int, int]] = []  # (moment, order, trial number)
         self._ending: set[int] = set()  # trials whose next event is their end, not a report
+        self._asked_to_stop: set[int] = set()  # running trials whose stopper is set
         self._order = 0  # ties go in the order they were scheduled: runs are deterministic
 
     def ensure_capacity(self, workers: int) -> None:
@@ -143,6 +144,8 @@ class SimulatedTrialRunner:
     def start(self, trial_number: int, stopper: Stopper, on_report: OnReport) -> None:
         trial = self._trials[trial_number]
         trial.stopper, trial.on_report = stopper, on_report
+        self._asked_to_stop.discard(trial_number)
+        stopper.when_requested(lambda: self._stop_requested(trial_number, stopper))
         now = self.clock.monotonic()
         trial.run_began = now
         if trial.reported == 0:
@@ -158,6 +161,11 @@ class SimulatedTrialRunner:
         )
         self._schedule(trial_number, trial)
 
+    def _stop_requested(self, number: int, stopper: Stopper) -> None:
+        trial = self._trials.get(number)
+        if trial is not None and trial.stopper is stopper:  # not a run that has ended
+            self._asked_to_stop.add(number)
+
     def _schedule(self, number: int, trial: _Trial) -> None:
         points = trial.curve.points
         if trial.reported < len(points):
@@ -171,8 +179,8 @@ class SimulatedTrialRunner:
     def wait(self, timeout_seconds: float) -> list[int]:
         """End the trials that were asked to stop; else move to the next report and deliver it.
         `timeout_seconds` means nothing here: simulated waiting costs nothing."""
-        stopped = [n for n, t in self._trials.items() if t.on_report and t.stopper.is_set()]
-        if stopped:
+        if self._asked_to_stop:  # in the order they started, as every run of a seed
+            stopped = [n for n in self._trials if n in self._asked_to_stop]
             for number in stopped:
                 self._finish(number, self._trials[number].stopper)
             return stopped
@@ -217,6 +225,7 @@ class SimulatedTrialRunner:
     def _finish(self, number: int, stopper: Stopper | None) -> None:
         trial = self._trials.pop(number)
         self._ending.discard(number)
+        self._asked_to_stop.discard(number)
         self._events = [event for event in self._events if event[2] != number]
         heapq.heapify(self._events)
         reason: str | None

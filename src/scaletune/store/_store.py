@@ -54,6 +54,15 @@ _UPDATE_BY_ID = {
     table.name: update(table).where(table.c.id == bindparam("row_id"))
     for table in (training_jobs, tuning_jobs)
 }
+# The reads the tuning loop makes for every trial, built once: building a statement and its
+# cache key costs more than SQLite's part in running it.
+_JOB_BY_ID = select(training_jobs).where(training_jobs.c.id == bindparam("job_id"))
+_METRICS_OF_JOB = (
+    select(metric_points.c.name, metric_points.c.step, metric_points.c.value, metric_points.c.time)
+    .where(metric_points.c.job_id == bindparam("job_id"))
+    .order_by(metric_points.c.name, metric_points.c.step, metric_points.c.id)
+)
+_METRIC_OF_JOB = _METRICS_OF_JOB.where(metric_points.c.name == bindparam("name"))
 RecordT = TypeVar("RecordT", TrainingJobRecord, TuningJobRecord)
 
 
@@ -438,27 +447,18 @@ class Store:
             return [RejectedMetric(*row) for row in conn.execute(query)]
 
     def metrics(self, job_id: str, name: str | None = None) -> list[MetricPoint]:
-        query = (
-            select(
-                metric_points.c.name,
-                metric_points.c.step,
-                metric_points.c.value,
-                metric_points.c.time,
-            )
-            .where(metric_points.c.job_id == job_id)
-            .order_by(metric_points.c.name, metric_points.c.step, metric_points.c.id)
+        query, values = (
+            (_METRICS_OF_JOB, {"job_id": job_id})
+            if name is None
+            else (_METRIC_OF_JOB, {"job_id": job_id, "name": name})
         )
-        if name is not None:
-            query = query.where(metric_points.c.name == name)
         with self._autocommit.connect() as conn:
-            return [
-                MetricPoint(row.name, row.step, row.value, row.time) for row in conn.execute(query)
-            ]
+            return [MetricPoint(*row) for row in conn.execute(query, values)]
 
     # -- internals -------------------------------------------------------------------------
 
     def _get(self, conn: Connection, job_id: str) -> TrainingJobRecord:
-        row = conn.execute(select(training_jobs).where(training_jobs.c.id == job_id)).first()
+        row = conn.execute(_JOB_BY_ID, {"job_id": job_id}).first()
         if row is None:
             raise JobNotFoundError(job_id)
         return _record(row._mapping)

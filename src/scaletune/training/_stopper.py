@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from scaletune.store import JobStatus
 
@@ -17,6 +18,7 @@ class Stopper:
         self.status = JobStatus.STOPPED
         self.reason = "stop requested"
         self.grace_seconds: float | None = None  # the controller's own grace if None
+        self._listeners: list[Callable[[], None]] = []
 
     def request(
         self,
@@ -27,10 +29,23 @@ class Stopper:
         """`grace_seconds`: how long the program has to stop by itself (and checkpoint)
         before it is killed; a preempted machine's SIGTERM gives more than a tuner's stop."""
         with self._lock:
+            if self._event.is_set():
+                return
+            self.status, self.reason = status, reason
+            self.grace_seconds = grace_seconds
+            self._event.set()
+            listeners, self._listeners = self._listeners, []
+        for listener in listeners:
+            listener()
+
+    def when_requested(self, listener: Callable[[], None]) -> None:
+        """Call `listener` once, in the requesting thread, when the stop is requested (now if
+        it already was): a runner learns of stops without asking every stopper it holds."""
+        with self._lock:
             if not self._event.is_set():
-                self.status, self.reason = status, reason
-                self.grace_seconds = grace_seconds
-                self._event.set()
+                self._listeners.append(listener)
+                return
+        listener()
 
     def is_set(self) -> bool:
         return self._event.is_set()
