@@ -17,6 +17,7 @@ import typer
 
 from scaletune.cli._advise import advise
 from scaletune.cli._experiment import convergence, experiment_app, report
+from scaletune.cli._live import live_job
 from scaletune.cli._options import (
     BackendOption,
     JsonOption,
@@ -27,7 +28,7 @@ from scaletune.cli._options import (
     open_store,
     out,
 )
-from scaletune.cli._render import job_summary, jobs_table, print_json, print_table, progress
+from scaletune.cli._render import job_summary, jobs_table, print_json, print_table
 from scaletune.cli._tuning import tune, tuning_app
 from scaletune.errors import InvalidInputError, ScaletuneError, StoreError
 from scaletune.store import JobStatus
@@ -316,14 +317,13 @@ def _run_prepared(
         if not json_output:
             err.print(title, highlight=False)
         stop = Stopper()
+        steps = job.algorithm.full_resource(job.hyperparameters)
         try:
-            # A live line on a terminal only; rich prints nothing of it elsewhere.
-            with err.status(f"{title}: starting") as status, _preemptible(job.id, stop):
-                record = session.controller.run(
-                    job,
-                    stop,
-                    on_report=lambda report: status.update(f"{title}: {progress(report)}"),
-                )
+            with (
+                live_job(err, "training", steps, json_output) as live,
+                _preemptible(job.id, stop),
+            ):
+                record = session.controller.run(job, stop, on_report=live.report)
         except KeyboardInterrupt:
             record = session.store.get_training_job(job.id)
             _show(session.store, record, json_output)

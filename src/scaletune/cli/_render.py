@@ -5,15 +5,12 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Collection, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from scaletune.store import AttemptRecord, JobStatus, RejectedMetric, TrainingJobRecord
-
-if TYPE_CHECKING:
-    from scaletune.worker import Report
 
 _STATUS_STYLE = {
     JobStatus.COMPLETED: "green",
@@ -69,12 +66,6 @@ def print_table(
 
 def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, allow_nan=False) + "\n")
-
-
-def progress(report: Report) -> str:
-    """One line for the live display: the step and the metrics just reported."""
-    metrics = "  ".join(f"{name}={value:.4g}" for name, value in sorted(report.metrics.items()))
-    return f"step {report.step}  {metrics}"
 
 
 def job_summary(

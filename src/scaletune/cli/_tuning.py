@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
+from scaletune.cli._live import live_tuning
 from scaletune.cli._options import (
     BackendOption,
     JsonOption,
@@ -93,7 +94,9 @@ def tune(
                 f"{spec.max_parallel_jobs} at a time",
                 highlight=False,
             )
-        summary = _with_progress(session, tuner, tuning_id, lambda: tuner.run(tuning_id, spec))
+        summary = _with_progress(
+            session, tuner, tuning_id, lambda: tuner.run(tuning_id, spec), json_output
+        )
     _finish(summary, json_output)
 
 
@@ -114,7 +117,9 @@ def tuning_resume(
     workers = _backend(spec, ray_address)
     with contextlib.closing(workers), Session(store, backend=workers) as session:
         tuner = TuningController(session.controller)
-        summary = _with_progress(session, tuner, tuning_id, lambda: tuner.resume(tuning_id))
+        summary = _with_progress(
+            session, tuner, tuning_id, lambda: tuner.resume(tuning_id), json_output
+        )
     _finish(summary, json_output)
 
 
@@ -146,23 +151,15 @@ def _run_in_background(session: Session, tuning_id: str, ray_address: str | None
 
 
 def _with_progress(
-    session: Session, tuner: TuningController, tuning_id: str, action: Callable[[], object]
+    session: Session,
+    tuner: TuningController,
+    tuning_id: str,
+    action: Callable[[], object],
+    json_output: bool,
 ) -> TuningSummary:
     """Run `action` with a live line on a terminal; the summary, whatever happened."""
-    from scaletune.tuning import TuningProgress
-
-    with err.status("tuning: starting") as status:
-
-        def show(progress: TuningProgress) -> None:
-            best = "-" if progress.best is None else f"{progress.best:.6g}"
-            paused = f"{progress.paused} paused, " if progress.paused else ""
-            status.update(
-                f"tuning {tuning_id}: {progress.running} running, {paused}"
-                f"{progress.completed} completed, {progress.stopped} stopped, "
-                f"{progress.failed} failed of {progress.max_jobs}; best {best}"
-            )
-
-        tuner.on_progress = show
+    with live_tuning(err, "tuning", json_output) as live:
+        tuner.on_progress = live.show
         try:
             action()
         finally:

@@ -354,6 +354,7 @@ class _Run:
             for number in self.runner.wait_all():
                 self._finish_trial(number)
             self._end_paused()
+            self._progress()  # as it ended: every trial counted
             if self.failure_reason is not None and status is JobStatus.COMPLETED:
                 status = JobStatus.FAILED
             self.store.finish_tuning_job(
