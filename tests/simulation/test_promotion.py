@@ -81,6 +81,8 @@ def test_paused_trials_count_in_progress_while_they_wait(store: Store) -> None:
     runner = SimulatedTrialRunner(store, source, SimulatedClock(1000.0))
     tuner = TuningController(runner, on_progress=seen.append)
     tuner.run(tuner.create(spec), spec)
-    last = seen[-1]  # t=26: trial 4 promoted, runs again; 2, 5, 6, 7 and 8 wait
-    assert (last.running, last.paused, last.completed, last.stopped) == (1, 5, 3, 0)
+    waiting = seen[-2]  # t=26: trial 4 promoted, runs again; 2, 5, 6, 7 and 8 wait
+    assert (waiting.running, waiting.paused, waiting.completed, waiting.stopped) == (1, 5, 3, 0)
+    ended = seen[-1]  # as the job ended: the waiting ones Stopped, every trial counted
+    assert (ended.running, ended.paused, ended.completed, ended.stopped) == (0, 0, 3, 6)
     assert max(progress.paused for progress in seen) == 5

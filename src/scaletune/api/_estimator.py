@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from scaletune.api._job import TrainingJob
+from scaletune.api._notebook import in_notebook
 from scaletune.api._session import Session
 from scaletune.cluster import Group
 from scaletune.spec import ChannelSpec, TrainingJobSpec, training_spec_from_dict
@@ -84,9 +85,10 @@ class Estimator:
                 if owns_session:  # the workers go; the store stays open for the handle
                     session.backend.close()
 
-        if wait:
+        steps = job.algorithm.full_resource(job.hyperparameters)
+        if wait and not in_notebook():
             run()  # Ctrl-C: the job is recorded as Stopped, then the interrupt goes on up
-            return TrainingJob(job.id, session.store)
+            return TrainingJob(job.id, session.store, location=session.location, steps=steps)
         thread = threading.Thread(target=run, name=f"scaletune-{job.id}", daemon=True)
         handle = TrainingJob(
             job.id,
@@ -94,8 +96,12 @@ class Estimator:
             thread=thread,
             stopper=stop,
             worker_pids=lambda: groups[-1].pids if groups else [],  # the latest attempt's
+            location=session.location,
+            steps=steps,
         )
         thread.start()
+        if wait:  # in a notebook: in a thread, so that the wait can show it running
+            handle.wait()
         return handle
 
 

@@ -7,8 +7,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from scaletune.api._notebook import LiveDisplay, in_notebook, job_html
 from scaletune.api._waiting import join_or_stop
-from scaletune.store import AttemptRecord, Store, TrainingJobRecord
+from scaletune.store import AttemptRecord, Store, StoreLocation, TrainingJobRecord
 from scaletune.training import Stopper, reconcile_orphan, request_job_stop
 
 if TYPE_CHECKING:
@@ -24,12 +25,18 @@ class TrainingJob:
         thread: threading.Thread | None = None,
         stopper: Stopper | None = None,
         worker_pids: Callable[[], list[int]] | None = None,
+        location: StoreLocation | None = None,
+        steps: int | None = None,
     ) -> None:
+        """`location`: where the store lives (a console over it is linked from notebooks);
+        `steps`: the steps the job runs when nothing stops it, where its algorithm knows."""
         self.id = job_id
         self._store = store
         self._thread = thread
         self._stopper = stopper
         self._worker_pids = worker_pids or list
+        self._location = location
+        self._steps = steps
 
     def describe(self) -> TrainingJobRecord:
         record = self._store.get_training_job(self.id)
@@ -54,10 +61,28 @@ class TrainingJob:
         return frame
 
     def wait(self, timeout: float | None = None) -> TrainingJobRecord:
-        """Block until the job ends; Ctrl-C while waiting stops the job."""
+        """Block until the job ends; Ctrl-C while waiting stops the job. In a notebook, one
+        display shows the job as it runs."""
         if self._thread is not None:
-            join_or_stop(self._thread, timeout, self.stop, f"training job {self.id!r}")
+            live = LiveDisplay(self._repr_html_) if in_notebook() else None
+            join_or_stop(
+                self._thread,
+                timeout,
+                self.stop,
+                f"training job {self.id!r}",
+                None if live is None else live.refresh,
+            )
+            if live is not None:
+                live.refresh(force=True)
         return self.describe()
+
+    def _repr_html_(self) -> str:
+        """How a notebook shows the job: status, progress, metrics, a curve, the console."""
+        series: dict[str, list[tuple[int, float]]] = {}
+        for point in self._store.metrics(self.id):
+            series.setdefault(point.name, []).append((point.step, point.value))
+        console = None if self._location is None else self._location.console_url()
+        return job_html(self.describe(), series, self._steps, console, time.time())
 
     def stop(self) -> None:
         """Ask the job to stop, by the rule `jobs stop` and the console follow: a running job's

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from scaletune.api._estimator import ChannelInput, Estimator
+from scaletune.api._notebook import LiveDisplay, in_notebook, tuning_html
 from scaletune.api._session import Session
 from scaletune.api._waiting import join_or_stop
 from scaletune.spec import tuning_spec_from_dict
-from scaletune.store import Store
+from scaletune.store import JobStatus, Store, StoreLocation
 from scaletune.training import request_tuning_stop
 from scaletune.tuning import TuningController, TuningSummary, analytics_dataframe, summarize
 
@@ -21,10 +23,18 @@ if TYPE_CHECKING:
 class TuningJob:
     """A handle on one tuning job, running here or recorded in the store."""
 
-    def __init__(self, tuning_id: str, store: Store, thread: threading.Thread | None = None):
+    def __init__(
+        self,
+        tuning_id: str,
+        store: Store,
+        thread: threading.Thread | None = None,
+        location: StoreLocation | None = None,
+    ):
+        """`location`: where the store lives (a console over it is linked from notebooks)."""
         self.id = tuning_id
         self._store = store
         self._thread = thread
+        self._location = location
 
     def describe(self) -> dict[str, Any]:
         """Status, best job and objective, job counts, cost and time (as `tuning show --json`)."""
@@ -40,9 +50,30 @@ class TuningJob:
         return TuningJobAnalytics(self._store, self.id)
 
     def wait(self, timeout: float | None = None) -> dict[str, Any]:
+        """Block until the tuning job ends; Ctrl-C while waiting stops it. In a notebook,
+        one display shows it as it runs."""
         if self._thread is not None:
-            join_or_stop(self._thread, timeout, self.stop, f"tuning job {self.id!r}")
+            live = LiveDisplay(self._repr_html_) if in_notebook() else None
+            join_or_stop(
+                self._thread,
+                timeout,
+                self.stop,
+                f"tuning job {self.id!r}",
+                None if live is None else live.refresh,
+            )
+            if live is not None:
+                live.refresh(force=True)
         return self.describe()
+
+    def _repr_html_(self) -> str:
+        """How a notebook shows the job: counts, best trial, cost, time, best so far."""
+        ended = [
+            (row.end_time, None if row.status is JobStatus.FAILED else row.objective)
+            for row in self._store.trials.rows(self.id)
+            if row.end_time is not None and row.status.is_terminal
+        ]
+        console = None if self._location is None else self._location.console_url()
+        return tuning_html(self.summary(), ended, console, time.time())
 
     def stop(self) -> None:
         """Stop starting trials and stop the running ones; the job ends as Stopped (one that
@@ -131,12 +162,14 @@ class Tuner:
                     session.backend.close()
 
         thread = None
-        if wait:
+        if wait and not in_notebook():
             run()
-        else:
+        else:  # in a notebook, in a thread too: the wait shows it running
             thread = threading.Thread(target=run, name=f"scaletune-{tuning_id}", daemon=True)
             thread.start()
-        self.latest_tuning_job = TuningJob(tuning_id, session.store, thread)
+        self.latest_tuning_job = TuningJob(tuning_id, session.store, thread, session.location)
+        if wait and thread is not None:
+            self.latest_tuning_job.wait()
         return self.latest_tuning_job
 
     def describe(self) -> dict[str, Any]:

@@ -3,15 +3,32 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
+
+WAKE_SECONDS = 0.25  # how often a wait that shows progress wakes to redraw it
 
 
 def join_or_stop(
-    thread: threading.Thread, timeout: float | None, stop: Callable[[], None], what: str
+    thread: threading.Thread,
+    timeout: float | None,
+    stop: Callable[[], None],
+    what: str,
+    while_waiting: Callable[[], None] | None = None,
 ) -> None:
-    """Wait for `thread`; Ctrl-C while waiting stops the job, waits for it, and goes on up."""
+    """Wait for `thread`, calling `while_waiting` every WAKE_SECONDS (a live display);
+    Ctrl-C while waiting stops the job, waits for it, and goes on up."""
+    deadline = None if timeout is None else time.monotonic() + timeout
     try:
-        thread.join(timeout)
+        while thread.is_alive():
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                break
+            if while_waiting is None:
+                thread.join(left)
+                continue
+            thread.join(WAKE_SECONDS if left is None else min(WAKE_SECONDS, left))
+            while_waiting()
     except KeyboardInterrupt:
         stop()
         thread.join()

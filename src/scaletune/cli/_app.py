@@ -279,13 +279,15 @@ def console_command(
 ) -> None:
     """A live web console: jobs, tuning jobs, their charts and logs, Stop buttons."""
     from scaletune.console import open_console
+    from scaletune.store import resolve_store
 
     console = open_console(
         open_store(store), host, port, token=token, read_only=read_only, allow_hosts=allow_host
     )
     out.print(f"scaletune console: {console.url}", highlight=False, soft_wrap=True)
     out.file.flush()
-    console.serve()
+    with resolve_store(store).announce_console(console.url):  # for notebooks' links
+        console.serve()
 
 
 @jobs_app.command("stop")

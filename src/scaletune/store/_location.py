@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,6 +14,7 @@ from scaletune.errors import StoreError
 STORE_ENV = "SCALETUNE_STORE"
 HOME_ENV = "SCALETUNE_HOME"
 DB_FILE = "scaletune.db"
+CONSOLE_FILE = "console.json"  # where a running console over this store says it listens
 
 
 @dataclass(frozen=True)
@@ -21,6 +25,29 @@ class StoreLocation:
     @property
     def jobs_dir(self) -> Path:
         return self.home / "jobs"
+
+    @contextlib.contextmanager
+    def announce_console(self, url: str) -> Iterator[None]:
+        """While the block runs, a console at `url` serves this store: notebooks link to it.
+        The file is the user's alone (the URL may carry the console's token)."""
+        file = self.home / CONSOLE_FILE
+        file.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as out:
+            json.dump({"url": url, "pid": os.getpid(), "store": self.url}, out)
+        try:
+            yield
+        finally:
+            if _announced(file) == (url, os.getpid(), self.url):  # not a later console's
+                file.unlink(missing_ok=True)
+
+    def console_url(self) -> str | None:
+        """The URL of a running console over this store, if one announced itself."""
+        announced = _announced(self.home / CONSOLE_FILE)
+        if announced is None:
+            return None
+        url, pid, store = announced
+        return url if store == self.url and _alive(pid) else None
 
 
 def default_home() -> Path:
@@ -55,3 +82,21 @@ def _sqlite_url(file: Path) -> str:
             f"cannot create the store folder {str(file.parent)!r}: {exc.strerror}"
         ) from None
     return f"sqlite:///{file}"
+
+
+def _announced(file: Path) -> tuple[str, int, str] | None:
+    try:
+        entry = json.loads(file.read_text())
+        return str(entry["url"]), int(entry["pid"]), str(entry["store"])
+    except (OSError, ValueError, KeyError, TypeError):  # none, or not one of ours
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: not this user's console
+        return False
+    return True
