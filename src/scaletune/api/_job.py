@@ -7,8 +7,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from scaletune.api._notebook import LiveDisplay, in_notebook, job_html
-from scaletune.api._waiting import join_or_stop
+from scaletune.api._notebook import job_html
+from scaletune.api._waiting import wait_showing
 from scaletune.store import AttemptRecord, Store, StoreLocation, TrainingJobRecord
 from scaletune.training import Stopper, reconcile_orphan, request_job_stop
 
@@ -64,16 +64,9 @@ class TrainingJob:
         """Block until the job ends; Ctrl-C while waiting stops the job. In a notebook, one
         display shows the job as it runs."""
         if self._thread is not None:
-            live = LiveDisplay(self._repr_html_) if in_notebook() else None
-            join_or_stop(
-                self._thread,
-                timeout,
-                self.stop,
-                f"training job {self.id!r}",
-                None if live is None else live.refresh,
+            wait_showing(
+                self._thread, timeout, self.stop, f"training job {self.id!r}", self._repr_html_
             )
-            if live is not None:
-                live.refresh(force=True)
         return self.describe()
 
     def _repr_html_(self) -> str:

@@ -8,9 +8,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from scaletune.api._estimator import ChannelInput, Estimator
-from scaletune.api._notebook import LiveDisplay, in_notebook, tuning_html
+from scaletune.api._notebook import in_notebook, tuning_html
 from scaletune.api._session import Session
-from scaletune.api._waiting import join_or_stop
+from scaletune.api._waiting import wait_showing
 from scaletune.spec import tuning_spec_from_dict
 from scaletune.store import JobStatus, Store, StoreLocation
 from scaletune.training import request_tuning_stop
@@ -53,16 +53,9 @@ class TuningJob:
         """Block until the tuning job ends; Ctrl-C while waiting stops it. In a notebook,
         one display shows it as it runs."""
         if self._thread is not None:
-            live = LiveDisplay(self._repr_html_) if in_notebook() else None
-            join_or_stop(
-                self._thread,
-                timeout,
-                self.stop,
-                f"tuning job {self.id!r}",
-                None if live is None else live.refresh,
+            wait_showing(
+                self._thread, timeout, self.stop, f"tuning job {self.id!r}", self._repr_html_
             )
-            if live is not None:
-                live.refresh(force=True)
         return self.describe()
 
     def _repr_html_(self) -> str:

@@ -6,6 +6,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from scaletune.api._notebook import LiveDisplay, in_notebook
+
 WAKE_SECONDS = 0.25  # how often a wait that shows progress wakes to redraw it
 
 
@@ -35,3 +37,18 @@ def join_or_stop(
         raise
     if thread.is_alive():
         raise TimeoutError(f"{what} still running after {timeout} s")
+
+
+def wait_showing(
+    thread: threading.Thread,
+    timeout: float | None,
+    stop: Callable[[], None],
+    what: str,
+    html: Callable[[], str],
+) -> None:
+    """`join_or_stop`; in a notebook, one display of `html` kept up to date meanwhile and
+    left showing how the job ended."""
+    live = LiveDisplay(html) if in_notebook() else None
+    join_or_stop(thread, timeout, stop, what, None if live is None else live.refresh)
+    if live is not None:
+        live.refresh(force=True)
