@@ -60,7 +60,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.fault_injection
 	$(BIN)/python -m benchmarks.store_scale
 	$(BIN)/python -m benchmarks.scale.searchers --cap 300
-	$(BIN)/python -m benchmarks.scale.searchers --sizes 100000 --only default --cap 1800 --name tuning_scale_100k
+	$(BIN)/python -m benchmarks.scale.searchers --sizes 100000 --only default --only Random --only PBT --only "several objectives" --cap 900 --name tuning_scale_100k
 	$(BIN)/python -m benchmarks.store_round_trips
 	$(BIN)/python -m benchmarks.console_pages --sizes 1000 10000 100000 --screenshots docs/console
 

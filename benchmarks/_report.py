@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shlex
 import statistics
 import sys
 from collections.abc import Sequence
@@ -143,7 +144,9 @@ def write(
     environment: str = ".venv",
 ) -> None:
     RESULTS.mkdir(exist_ok=True)
-    command = " ".join(["python -m", _module_of(Path(sys.argv[0])), *sys.argv[1:]])
+    command = " ".join(
+        ["python -m", _module_of(Path(sys.argv[0])), *map(shlex.quote, sys.argv[1:])]
+    )
     payload = {"command": command, "machine": machine(), **results}
     (RESULTS / f"{name}.json").write_text(json.dumps(payload, indent=2) + "\n")
     header, *rows = table

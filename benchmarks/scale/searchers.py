@@ -7,9 +7,9 @@ nothing pinned but the sizes (`benchmarks/scale/_user_job.py`). A row for the de
 rebuilt at each fit), side by side in one run. Each run is its own process, capped in wall
 time: past the cap, the rate over the trials finished so far.
 
-    python -m benchmarks.scale.searchers                          # every row, 1k and 10k
-    python -m benchmarks.scale.searchers --sizes 100000 --only default --cap 1800 \
-        --name tuning_scale_100k
+    python -m benchmarks.scale.searchers --cap 300                # every row, 1k and 10k
+    python -m benchmarks.scale.searchers --sizes 100000 --only default --only Random \
+        --only PBT --only "several objectives" --cap 900 --name tuning_scale_100k
 
 Writes benchmarks/results/tuning_scale.{json,md} (or NAME).
 """
