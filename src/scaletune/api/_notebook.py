@@ -15,6 +15,7 @@ from typing import Any
 
 from scaletune.store import TrainingJobRecord
 from scaletune.tuning import TuningSummary
+from scaletune.tuning._values import best_so_far
 
 CHART_WIDTH, CHART_HEIGHT = 320, 64
 MOST_POINTS = 320  # a point a pixel across
@@ -99,16 +100,11 @@ def tuning_html(
 
     record = summary.record
     metric = str(record.spec.get("objective_metric") or "objective")
-    sign = -1.0 if record.spec.get("objective_type") == "Minimize" else 1.0
-    best: float | None = None
-    xs: list[int] = []
-    ys: list[float] = []
-    for count, (_, value) in enumerate(sorted(ended, key=lambda trial: trial[0]), start=1):
-        if value is not None and math.isfinite(value):
-            best = value if best is None else sign * max(sign * best, sign * value)
-        if best is not None:
-            xs.append(count)
-            ys.append(best)
+    maximize = record.spec.get("objective_type") != "Minimize"
+    in_order = [value for _, value in sorted(ended, key=lambda trial: trial[0])]
+    bests = best_so_far(in_order, maximize)
+    known = [(count, best) for count, best in enumerate(bests, start=1) if best is not None]
+    xs, ys = [count for count, _ in known], [best for _, best in known]
     return render(
         "notebook_tuning.html",
         summary=summary,

@@ -4,13 +4,14 @@ trial rows and, for the learning curves, the curves of the best trials only (a p
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from scaletune.store import JobStatus, MetricPoint, TrialRow, TuningJobRecord
-from scaletune.tuning._values import tuned_value
+from scaletune.tuning._values import best_so_far, tuned_value
 
 CURVES_SHOWN = 50  # learning curves drawn in full: the best trials by objective
 
@@ -100,16 +101,11 @@ def best_so_far_chart(objective: Objective, rows: Sequence[TrialRow]) -> dict[st
         (row for row in rows if row.end_time is not None and row.status.is_terminal),
         key=lambda row: row.end_time or 0.0,
     )
-    spent, best = 0.0, None
-    xs: list[float] = []
-    ys: list[float | None] = []
-    for row in ended:
-        spent += row.billable_seconds or 0.0
-        if _finite(row.objective) and row.status is not JobStatus.FAILED:
-            value = float(row.objective)  # type: ignore[arg-type]
-            best = value if best is None else objective.best([best, value])
-        xs.append(spent)
-        ys.append(best)
+    xs = list(itertools.accumulate(row.billable_seconds or 0.0 for row in ended))
+    ys = best_so_far(
+        (None if row.status is JobStatus.FAILED else row.objective for row in ended),
+        objective.maximize,
+    )
     return {"metric": objective.metric, "billable_seconds": xs, "best": ys}
 
 

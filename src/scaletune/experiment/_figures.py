@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 
 from scaletune.store import JobStatus, MetricPoint, TrainingJobRecord, TrialRow
 from scaletune.tuning import hyperband_brackets
+from scaletune.tuning._values import best_so_far as tuning_best_so_far
 
 Trial = TrainingJobRecord | TrialRow
 MANY_TRIALS = 200  # past this, lines thin out and markers go, so that 10,000 stay legible
@@ -136,14 +137,7 @@ def best_so_far(
     the order they ended (None until a trial has an objective)."""
     ended = sorted((t for t in trials if t.end_time is not None), key=lambda t: t.end_time or 0)
     costs = list(itertools.accumulate(t.billable_seconds or 0.0 for t in ended))
-    best: float | None = None
-    bests: list[float | None] = []
-    for trial in ended:
-        value = trial.objective
-        if value is not None and (best is None or (value > best if maximize else value < best)):
-            best = value
-        bests.append(best)
-    return costs, bests
+    return costs, tuning_best_so_far((t.objective for t in ended), maximize)
 
 
 def cost_against_quality(
