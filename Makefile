@@ -9,7 +9,7 @@ BENCH_STAMP := $(BENCH_VENV)/.installed
 BENCH_REQUIREMENTS := benchmarks/tuning/requirements.txt
 BENCH_CONSTRAINTS := benchmarks/tuning/constraints.txt
 
-.PHONY: demo test lint typecheck unit lock bench bench-env bench-test bench-tuning bench-overhead clean
+.PHONY: demo test lint typecheck unit lock dist wheel-check bench bench-env bench-test bench-tuning bench-overhead clean
 
 demo: $(STAMP)
 	$(BIN)/scaletune demo
@@ -28,12 +28,20 @@ unit: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev,ray,tensorflow]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev,ray,tensorflow,mlflow,tensorboard]'
 	# Keras 2, for TensorFlow's multi-worker strategies (Keras 3 does not run them). It declares
 	# the full `tensorflow` build (GPU kernels, 0.6 GB more) as its dependency; tensorflow-cpu,
 	# installed above, is the same package for the CPU.
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt --no-deps tf-keras
 	touch $(STAMP)
+
+dist: $(STAMP)  # the wheel and sdist, checked by twine
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+	$(BIN)/twine check --strict dist/*
+
+wheel-check: $(STAMP)  # built, installed in a fresh venv outside the checkout, run from there
+	scripts/check-wheel.sh
 
 lock: $(STAMP)
 	(echo "# Exact versions for a fresh machine (regenerate: make lock). torch is the CPU build on this disk."; \
@@ -55,6 +63,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.tf_overhead
 	$(BIN)/python -m benchmarks.tf_convergence
 	$(BIN)/python -m benchmarks.checkpoint_overhead
+	$(BIN)/python -m benchmarks.tracking_overhead
 	$(BIN)/python -m benchmarks.xgboost_exact_resume
 	$(BIN)/python -m benchmarks.fault_recovery
 	$(BIN)/python -m benchmarks.fault_injection

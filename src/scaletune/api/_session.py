@@ -30,6 +30,7 @@ class Session:
         )
 
     def close(self) -> None:
+        self.controller.close()
         if self._owns_backend:
             self.backend.close()
         self.store.close()

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         Range,
         Scaling,
     )
+    from scaletune.spec._tracking import MLFLOW_URI_VARIABLE, TrackingSpec
     from scaletune.spec._training import (
         DEFAULT_COLLECTIVE_TIMEOUT_SECONDS,
         AlgorithmName,
@@ -95,6 +96,8 @@ _WHERE = {
     "ParameterRange": "_ranges",
     "Range": "_ranges",
     "Scaling": "_ranges",
+    "MLFLOW_URI_VARIABLE": "_tracking",
+    "TrackingSpec": "_tracking",
     "AlgorithmName": "_training",
     "BackendName": "_training",
     "BuiltinDataset": "_training",
@@ -137,6 +140,7 @@ __all__ = [
     "BILLABLE_SECONDS",
     "COST_METRICS",
     "DEFAULT_COLLECTIVE_TIMEOUT_SECONDS",
+    "MLFLOW_URI_VARIABLE",
     "WALL_SECONDS",
     "AlgorithmName",
     "BackendName",
@@ -176,6 +180,7 @@ __all__ = [
     "SyncMode",
     "TaskKind",
     "TaskRole",
+    "TrackingSpec",
     "TrainingJobSpec",
     "TuningJobSpec",
     "WarmStartSpec",

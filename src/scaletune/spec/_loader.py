@@ -39,6 +39,7 @@ def tuning_spec_from_dict(raw: Mapping[str, Any], base_dir: Path | None = None) 
     data = dict(raw)
     if isinstance(data.get("training"), dict):
         data["training"] = _resolve_paths(dict(data["training"]), base_dir or Path.cwd())
+    _resolve_tracking(data, base_dir or Path.cwd())
     try:
         return TuningJobSpec.model_validate(data)
     except ValidationError as exc:
@@ -150,7 +151,16 @@ def _resolve_paths(raw: dict[str, Any], base_dir: Path) -> dict[str, Any]:
         elif isinstance(source_dir, str):
             script["source_dir"] = _absolute(source_dir, base_dir)
         raw["script"] = script
+    _resolve_tracking(raw, base_dir)
     return raw
+
+
+def _resolve_tracking(raw: dict[str, Any], base_dir: Path) -> None:
+    """A TensorBoard folder is relative to the job file, like every other path."""
+    tracking = raw.get("tracking")
+    folder = tracking.get("tensorboard") if isinstance(tracking, dict) else None
+    if isinstance(tracking, dict) and isinstance(folder, str):
+        raw["tracking"] = {**tracking, "tensorboard": _absolute(folder, base_dir)}
 
 
 def _absolute(value: str, base_dir: Path) -> Path:

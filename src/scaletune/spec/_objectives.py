@@ -12,13 +12,13 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
+from scaletune.spec._frozen import Frozen
 from scaletune.spec._names import ObjectiveType
-from scaletune.spec._training import _Frozen
 
 _CONSTRAINT_LINE = re.compile(r"^\s*(?P<metric>\S+)\s*(?P<op>>=|<=)\s*(?P<bound>\S+)\s*$")
 
 
-class ObjectiveSpec(_Frozen):
+class ObjectiveSpec(Frozen):
     metric: str = Field(min_length=1)
     type: ObjectiveType
 
@@ -27,7 +27,7 @@ class ObjectiveSpec(_Frozen):
         return self.type is ObjectiveType.MAXIMIZE
 
 
-class ConstraintSpec(_Frozen):
+class ConstraintSpec(Frozen):
     """A trial is feasible when its final value of `metric` is within [min, max]."""
 
     metric: str = Field(min_length=1)

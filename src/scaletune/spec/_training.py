@@ -9,13 +9,14 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     StringConstraints,
     field_validator,
     model_validator,
 )
+
+from scaletune.spec._frozen import Frozen
+from scaletune.spec._tracking import TrackingSpec
 
 HyperparameterValue = bool | int | float | str | list[str]
 
@@ -114,10 +115,6 @@ class BuiltinDataset(StrEnum):
     MNIST = "mnist"  # dataset_file: the folder holding the four IDX files
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
-
-
 class BackendName(StrEnum):
     LOCAL = "local"  # worker processes on this machine
     RAY = "ray"  # Ray actors in one placement group
@@ -128,7 +125,7 @@ class Placement(StrEnum):
     SPREAD = "SPREAD"  # across nodes, as far as they go
 
 
-class ClusterSpec(_Frozen):
+class ClusterSpec(Frozen):
     """Where the workers run, what each reserves (Ray only: the local backend ignores
     placement and resources), and where data and model pass between machines (`staging`)."""
 
@@ -145,7 +142,7 @@ class ClusterSpec(_Frozen):
     )
 
 
-class DistributionSpec(_Frozen):
+class DistributionSpec(Frozen):
     strategy: DistributionStrategy = DistributionStrategy.ALLREDUCE
     mode: SyncMode = SyncMode.SYNC  # parameter_server only
     staleness_bound: int | None = Field(
@@ -187,7 +184,7 @@ class DistributionSpec(_Frozen):
         return data
 
 
-class ChannelSpec(_Frozen):
+class ChannelSpec(Frozen):
     """One data channel: a CSV file or folder (label first, no header), local or at a URL
     fsspec opens (s3://bucket/train.csv), or a built-in dataset."""
 
@@ -224,7 +221,7 @@ def _readable(path: Path) -> bool:
         return False
 
 
-class MetricDefinition(_Frozen):
+class MetricDefinition(Frozen):
     """A metric read from rank 0's output: the regex's group `value` (or its first group);
     the step from a group `step` if there is one, else the count of matches so far."""
 
@@ -243,7 +240,7 @@ class MetricDefinition(_Frozen):
         return value
 
 
-class ScriptSpec(_Frozen):
+class ScriptSpec(Frozen):
     """A user's training program: a Python file (run with scaletune's interpreter) or a
     command, started once per worker in `source_dir` with the environment frameworks expect."""
 
@@ -268,7 +265,7 @@ class ScriptSpec(_Frozen):
         return self
 
 
-class StartFrom(_Frozen):
+class StartFrom(Frozen):
     """Another job's checkpoint to begin from: its model and optimiser state, and its reports
     up to there (to train on from another job's model; population-based training's copies)."""
 
@@ -276,7 +273,7 @@ class StartFrom(_Frozen):
     step: int | None = Field(default=None, ge=0, description="its newest complete one if unset")
 
 
-class CheckpointSpec(_Frozen):
+class CheckpointSpec(Frozen):
     """When a job saves what resuming needs, how many it keeps, and where.
 
     A step is a boosting round for XGBoost, an optimiser update for the DNN, and whatever the
@@ -307,7 +304,7 @@ class CheckpointSpec(_Frozen):
         return self
 
 
-class RetrySpec(_Frozen):
+class RetrySpec(Frozen):
     """How often a job whose workers broke is started again from its latest checkpoint."""
 
     # SageMaker's MaximumRetryAttempts: retries after the first attempt, not attempts in all.
@@ -334,7 +331,7 @@ class RetrySpec(_Frozen):
 _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,47})$")
 
 
-class TrainingJobSpec(_Frozen):
+class TrainingJobSpec(Frozen):
     name: str | None = None
     algorithm: AlgorithmName
     hyperparameters: dict[str, HyperparameterValue] = Field(default_factory=dict)
@@ -348,6 +345,7 @@ class TrainingJobSpec(_Frozen):
     script: ScriptSpec | None = None  # algorithm "script" only
     checkpoint: CheckpointSpec = Field(default_factory=CheckpointSpec)
     retry: RetrySpec = Field(default_factory=RetrySpec)
+    tracking: TrackingSpec = Field(default_factory=TrackingSpec)
 
     @field_validator("name")
     @classmethod

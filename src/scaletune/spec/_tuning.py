@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, model_validator
 
 from scaletune.errors import InvalidInputError
+from scaletune.spec._frozen import Frozen
 from scaletune.spec._names import (
     CLUSTER_SIZE,
     COST_METRICS,
@@ -24,7 +25,8 @@ from scaletune.spec._ranges import (
     ParameterRange,
     Range,
 )
-from scaletune.spec._training import StartFrom, TrainingJobSpec, _Frozen
+from scaletune.spec._tracking import TrackingSpec
+from scaletune.spec._training import StartFrom, TrainingJobSpec
 
 # A range over the number of workers: cluster size as a tuned choice, not a hyperparameter.
 
@@ -65,7 +67,7 @@ def default_searcher(multi_objective: bool) -> HyperbandSearcher:
     return "Random" if multi_objective else "LastValueTPE"
 
 
-class HyperbandSpec(_Frozen):
+class HyperbandSpec(Frozen):
     """The resource is the step of the objective metric (boosting round, epoch)."""
 
     min_resource: int = Field(default=1, ge=1)
@@ -113,7 +115,7 @@ class HyperbandSpec(_Frozen):
         return count
 
 
-class PBTSpec(_Frozen):
+class PBTSpec(Frozen):
     """Population-based training (Jaderberg et al. 2017), asynchronous as in Ray Tune: each
     time a trial has gone `perturbation_interval` more steps of the objective, if it ranks in
     the bottom `quantile_fraction` of the trials running, it stops, and a new trial goes on
@@ -141,14 +143,14 @@ class WarmStartType(StrEnum):
     TRANSFER_LEARNING = "TransferLearning"  # other data: parents' results are weaker hints
 
 
-class WarmStartSpec(_Frozen):
+class WarmStartSpec(Frozen):
     """Earlier tuning jobs whose finished trials the searcher learns from before proposing."""
 
     parents: list[str] = Field(min_length=1, max_length=5)
     type: WarmStartType = WarmStartType.IDENTICAL_DATA_AND_ALGORITHM
 
 
-class TuningJobSpec(_Frozen):
+class TuningJobSpec(Frozen):
     name: str | None = None
     # The objective (with `objectives`: the first of them, which Hyperband judges at each
     # step, and which names the best trial).
@@ -188,6 +190,29 @@ class TuningJobSpec(_Frozen):
     # (tuning_lcbench*.md, "ASHA middle first"). Grid walks every point and takes none.
     first_configurations: list[dict[str, CategoryValue]] = Field(default_factory=list)
     training: TrainingJobSpec
+    # `[tracking]` for the tuning job and its trials; its keys override `[training.tracking]`'s,
+    # and both hold the merged settings once validated (`_one_tracking`).
+    tracking: TrackingSpec = Field(default_factory=TrackingSpec)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_tracking(cls, raw: Any) -> Any:
+        if not isinstance(raw, Mapping):
+            return raw
+        training = raw.get("training")
+        if isinstance(training, TrainingJobSpec):
+            training = training.model_dump()
+        if not isinstance(training, Mapping):
+            return raw
+        own, theirs = raw.get("tracking", {}), training.get("tracking", {})
+        if isinstance(own, TrackingSpec):
+            own = own.model_dump(exclude_unset=True)
+        if isinstance(theirs, TrackingSpec):
+            theirs = theirs.model_dump(exclude_unset=True)
+        if not isinstance(own, Mapping) or not isinstance(theirs, Mapping):
+            return raw  # validation names the bad value
+        merged = {**theirs, **own}
+        return {**raw, "tracking": merged, "training": {**training, "tracking": merged}}
 
     @model_validator(mode="before")
     @classmethod

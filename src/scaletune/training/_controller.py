@@ -33,6 +33,7 @@ from scaletune.store import (
     Store,
     TrainingJobRecord,
 )
+from scaletune.tracking import JobEnd, TrackedJob, Trackers, Tracking
 from scaletune.training._attempt import (
     LiveAttempt,
     RoomWait,
@@ -86,6 +87,7 @@ class TrainingController:
         stop_check_seconds: float = 0.5,
         metrics_flush_seconds: float = 0.5,
         stop_grace_seconds: float = 5.0,
+        tracking: Tracking | None = None,
     ) -> None:
         self.store = store
         self.backend = backend
@@ -99,6 +101,11 @@ class TrainingController:
             stop_grace_seconds=stop_grace_seconds,  # then workers are killed
         )
         self.datasets = PreparedDatasets()  # built-in datasets, prepared once for all jobs
+        self.tracking = tracking or Tracking(jobs_dir)  # MLflow, TensorBoard
+
+    def close(self) -> None:
+        """Send what trackers still hold (for a while, if their server is down)."""
+        self.tracking.close()
 
     def prepare(
         self,
@@ -115,6 +122,7 @@ class TrainingController:
                 f"workers with the {self.backend.name.value!r} backend (CLI: --backend "
                 f"{spec.cluster.backend.value}; Python: Session(backend=...))"
             )
+        self.tracking.check(spec.tracking)
         algorithm = get_algorithm(spec.algorithm)
         hyperparameters = algorithm.parse_hyperparameters(spec.hyperparameters)
         data = algorithm.prepare_data(hyperparameters, load_channels(spec, self.datasets))
@@ -179,6 +187,7 @@ class TrainingController:
                 f"job {job_id!r} ran on the {spec.cluster.backend.value!r} backend; resume it "
                 f"with --backend {spec.cluster.backend.value}"
             )
+        self.tracking.check(spec.tracking)
         algorithm = get_algorithm(spec.algorithm)
         hyperparameters = algorithm.parse_hyperparameters(spec.hyperparameters)
         data = algorithm.prepare_data(hyperparameters, load_channels(spec, self.datasets))
@@ -224,7 +233,12 @@ class TrainingController:
         state = AttemptState(len(self.store.attempts.of(job.id)) + 1)
         live = LiveAttempt()
         interrupted = False
+        tracker = Trackers([])
+        reported = on_report or _ignore
         try:
+            tracker = self._tracker(job, earlier, start_time)
+            if tracker:
+                reported = _tracked(tracker, reported)
             staging = JobStaging.create(job.spec.cluster.staging, job.id, scratch)
             shards = write_shards(job, staging)
             redo_from = job.reached_step if state.number > 1 else None
@@ -241,7 +255,7 @@ class TrainingController:
                     state,
                     live,
                     on_started,
-                    on_report or _ignore,
+                    reported,
                 )
                 if not self._retry(job, ending, state.number - first_attempt, stop):
                     break
@@ -297,9 +311,40 @@ class TrainingController:
                     artifact=artifact,
                 ),
             )
+            tracker.finish(
+                JobEnd(
+                    ending.status,
+                    end_time=now,
+                    wall_seconds=wall,
+                    billable_seconds=job.spec.task_count * wall,
+                    attempts=state.number,
+                    final_metrics=state.final_metrics,
+                    failure_reason=ending.reason,
+                    model=None if artifact is None else Path(artifact),
+                )
+            )
         if interrupted:
             raise KeyboardInterrupt
         return self.store.get_training_job(job.id)
+
+    def _tracker(self, job: PreparedJob, record: TrainingJobRecord, start_time: float) -> Trackers:
+        return self.tracking.job(
+            job.spec.tracking,
+            TrackedJob(
+                job.id,
+                job.spec.name,
+                job.spec.algorithm.value,
+                record.hyperparameters,
+                job.spec.instance_count,
+                self.backend.name.value,
+                start_time,
+                record.tuning_job_id,
+                record.trial_number,
+                earlier_metrics=self.store.metrics(job.id)
+                if self.tracking.tracks(job.spec.tracking)
+                else (),
+            ),
+        )
 
     def _begin_attempt(
         self, job: PreparedJob, state: AttemptState, redo_from: int | None
@@ -446,6 +491,14 @@ def new_job_record(
 
 def _ignore(report: Report) -> None:
     pass
+
+
+def _tracked(tracker: Trackers, then: Callable[[Report], None]) -> Callable[[Report], None]:
+    def report(event: Report) -> None:
+        tracker.report(event.step, event.metrics, event.time)
+        then(event)
+
+    return report
 
 
 def _checkpoints(spec: TrainingJobSpec, paths: JobPaths) -> CheckpointFolder | None:

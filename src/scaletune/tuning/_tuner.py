@@ -41,6 +41,7 @@ from scaletune.tuning._runners import JobTrialRunner, TrialRunner
 from scaletune.tuning._schedulers import Decision, Scheduler
 from scaletune.tuning._searchers import Searcher, Suggestion
 from scaletune.tuning._strategy import goals_of, make_search
+from scaletune.tuning._tracked import end_tracking, start_tracking
 from scaletune.tuning._values import seconds_per_step, tuned_value
 from scaletune.worker import Report
 
@@ -94,9 +95,14 @@ class TuningController:
         self.clock = clock or self.runner.clock
         self.poll_seconds = poll_seconds
         self.on_progress = on_progress
+        # Real trials are tracked (MLflow, TensorBoard) as their training jobs are; simulated
+        # ones are curves, not jobs.
+        self.tracking = trials.tracking if isinstance(trials, TrainingController) else None
 
     def create(self, spec: TuningJobSpec) -> str:
         self._check_parents(spec)
+        if self.tracking is not None:
+            self.tracking.check(spec.tracking)
         tuning_id = new_job_id(spec.name or "tuning", self.clock.time())
         self.store.create_tuning_job(
             NewTuningJob(
@@ -321,6 +327,8 @@ class _Run:
         start = self.store.get_tuning_job(self.id).start_time or clock.time()
         started = clock.monotonic() - (clock.time() - start)
         self.store.mark_tuning_in_progress(self.id, start, os.getpid(), socket.gethostname())
+        tracking = self.tuner.tracking
+        tracker = None if tracking is None else start_tracking(tracking, self.spec, self.id, start)
         status, interrupted = JobStatus.COMPLETED, False
         limit = self.spec.max_runtime_seconds
         deadline = None if limit is None else started + limit
@@ -368,6 +376,8 @@ class _Run:
                 if status is JobStatus.STOPPED
                 else None,
             )
+            if tracker is not None:
+                end_tracking(tracker, self.store, self.id)
         if interrupted:
             raise KeyboardInterrupt
         return self.store.get_tuning_job(self.id)

@@ -1,0 +1,104 @@
+"""The sink's own rules, without a server: batching, backoff, which refusals are final."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, cast
+
+import pytest
+from mlflow.exceptions import MlflowException
+from mlflow.protos.databricks_pb2 import (
+    INTERNAL_ERROR,
+    INVALID_PARAMETER_VALUE,
+    RESOURCE_DOES_NOT_EXIST,
+    TEMPORARILY_UNAVAILABLE,
+)
+from mlflow.tracking import MlflowClient
+
+from scaletune.tracking import _mlflow_sink as sink_module
+from scaletune.tracking._mlflow import LogMetrics, SetTags, metric_name
+from scaletune.tracking._mlflow_sink import BATCH_LIMIT, Backoff, MlflowSink, is_permanent
+
+
+def test_reports_of_one_job_batch_up_to_mlflows_limit() -> None:
+    first = LogMetrics("job-1", (("auc", 0.5, 1000, 1),))
+    second = LogMetrics("job-1", (("auc", 0.6, 2000, 2),))
+    merged = first.merged(second)
+    assert isinstance(merged, LogMetrics)
+    assert merged.points == first.points + second.points
+    assert first.merged(LogMetrics("job-2", second.points)) is None  # another run
+    assert first.merged(SetTags("job-1", {"a": "b"})) is None  # not reports
+    full = LogMetrics("job-1", tuple(("auc", 0.5, 0, step) for step in range(BATCH_LIMIT)))
+    assert full.merged(second) is None
+
+
+def test_backoff_doubles_to_its_cap() -> None:
+    backoff = Backoff(first_seconds=0.5, most_seconds=5.0)
+    assert [backoff.after(n) for n in range(1, 7)] == [0.5, 1.0, 2.0, 4.0, 5.0, 5.0]
+
+
+@pytest.mark.parametrize(
+    ("error", "final"),
+    [
+        (MlflowException("bad value", INVALID_PARAMETER_VALUE), True),
+        (MlflowException("no such run", RESOURCE_DOES_NOT_EXIST), True),
+        (MlflowException("connection refused", INTERNAL_ERROR), False),  # the client's own
+        (MlflowException("busy", TEMPORARILY_UNAVAILABLE), False),
+        (ConnectionResetError("reset by peer"), False),
+        (TimeoutError("timed out"), False),
+    ],
+)
+def test_only_a_refusal_of_the_update_itself_is_final(error: Exception, final: bool) -> None:
+    assert is_permanent(error) is final
+
+
+def test_metric_names_mlflow_refuses_are_made_safe() -> None:
+    assert metric_name("validation:auc") == "validation:auc"
+    assert metric_name("loss[0]@rank 1") == "loss_0__rank 1"
+
+
+class _Unreachable:
+    """A client whose every call fails as one to a server that is down."""
+
+    def __getattr__(self, name: str) -> Any:
+        def call(*args: object, **kwargs: object) -> None:
+            raise ConnectionRefusedError(f"{name}: connection refused")
+
+        return call
+
+
+def test_while_the_server_is_down_the_waiting_updates_are_bounded(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(sink_module, "MOST_WAITING", 3)
+    caplog.set_level(logging.WARNING, logger="scaletune.tracking")
+    sink = MlflowSink(
+        "http://127.0.0.1:1",
+        "x",
+        client_factory=lambda uri: cast(MlflowClient, _Unreachable()),
+        backoff=Backoff(first_seconds=0.01, most_seconds=0.01),
+        linger_seconds=0.0,
+    )
+    for step in range(10):
+        sink.submit(LogMetrics("job-1", (("auc", 0.5, 0, step),)))
+    assert sink.unsent == 3
+    assert sink.left_out == 7
+    sink.close(0.05)
+    assert any("further reports are left out" in message for message in caplog.messages)
+    assert any("3 update(s) to MLflow" in message for message in caplog.messages)
+
+
+def test_a_client_that_cannot_be_made_turns_mlflow_off_for_the_sink(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def broken(uri: str) -> MlflowClient:
+        raise ImportError("no module named 'mlflow'")
+
+    caplog.set_level(logging.WARNING, logger="scaletune.tracking")
+    sink = MlflowSink("http://127.0.0.1:1", "x", client_factory=broken)
+    sink.submit(SetTags("job-1", {"a": "b"}))
+    assert sink.flush(10)  # dropped, not waiting
+    sink.submit(SetTags("job-1", {"a": "c"}))
+    assert sink.unsent == 0
+    sink.close(1)
+    assert any("MLflow tracking is off" in message for message in caplog.messages)
