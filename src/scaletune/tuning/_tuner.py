@@ -73,6 +73,9 @@ class _Trial:
     latest: dict[str, float] = field(default_factory=dict)
 
 
+PAUSE_GRACE_SECONDS = 30.0
+
+
 class TuningController:
     """Runs one tuning job: up to max_parallel_jobs training jobs at once, max_jobs in all.
 
@@ -507,7 +510,12 @@ class _Run:
         if verdict.decision is Decision.STOP:
             stopper.request(JobStatus.STOPPED, verdict.reason or "stopped early")
         elif verdict.decision is Decision.PAUSE:
-            stopper.request(JobStatus.PAUSED, verdict.reason or "paused")
+            # A pause is worth its checkpoint alone: the program gets longer than a stop's
+            # grace to save one (Ray actors on a busy machine took more than 5 s, and a trial
+            # killed unsaved was promoted from scratch). A program that checks ends at once.
+            stopper.request(
+                JobStatus.PAUSED, verdict.reason or "paused", grace_seconds=PAUSE_GRACE_SECONDS
+            )
         elif verdict.decision is Decision.FINISH and (full is None or report.step < full):
             # A trial that ends at this step anyway finishes by itself, model and all.
             stopper.request(JobStatus.COMPLETED, verdict.reason or "finished")
