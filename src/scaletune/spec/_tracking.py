@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
@@ -28,6 +29,6 @@ class TrackingSpec(Frozen):
     # there, one sub-folder a job (a tuning job's trials under its own); false: none.
     tensorboard: Annotated[StrictBool | Path, Field(union_mode="left_to_right")] = True
 
-    def mlflow_uri(self, environ: os._Environ[str] | dict[str, str] = os.environ) -> str | None:
+    def mlflow_uri(self, environ: Mapping[str, str] = os.environ) -> str | None:
         """The tracking URI: the spec's, else the environment's (an empty value: none)."""
         return self.mlflow or environ.get(MLFLOW_URI_VARIABLE) or None

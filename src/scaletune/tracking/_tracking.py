@@ -61,7 +61,7 @@ class Tracking:
             )
 
     def mlflow_uri(self, spec: TrackingSpec) -> str | None:
-        return spec.mlflow or self.environ.get("SCALETUNE_MLFLOW_TRACKING_URI") or None
+        return spec.mlflow_uri(self.environ)
 
     def tracks(self, spec: TrackingSpec) -> bool:
         """Whether a job with this `[tracking]` has any tracker."""
