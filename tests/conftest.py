@@ -103,7 +103,13 @@ def no_leaks(
 @pytest.fixture(scope="module")
 def warm_backend() -> Iterator[LocalBackend]:
     """One warm pool for a test module: its idle workers are not leaks."""
-    backend = LocalBackend(max_idle_workers=4)
+    with pooled(LocalBackend(max_idle_workers=4)) as backend:
+        yield backend
+
+
+@contextlib.contextmanager
+def pooled(backend: LocalBackend) -> Iterator[LocalBackend]:
+    """A backend whose idle workers are not leaks while it lives; closed after."""
     original = backend._give_back
 
     def give_back_and_allow(workers):

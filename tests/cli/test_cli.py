@@ -90,7 +90,16 @@ def test_train_json_then_list_show_and_logs(
             ],
             "hyperparameters.max_depth",
         ),
+        (
+            ["train", str(EXAMPLES / "xgboost-csv.toml"), "--set", "instance_count={min=3,max=2}"],
+            "instance_count: min=3 is more than max=2",
+        ),
+        (
+            ["train", str(EXAMPLES / "xgboost-csv.toml"), "--set", "instance_count={min=0,max=2}"],
+            "instance_count.min=0: from 1 to 256 workers",
+        ),
         (["jobs", "show", "no-such-job"], "no training job with id 'no-such-job'"),
+        (["jobs", "resize", "no-such-job", "2"], "no training job with id 'no-such-job'"),
         (["jobs", "logs", "no-such-job"], "no training job with id 'no-such-job'"),
         (["jobs", "list", "--store", "mysql://x/y"], "only sqlite and postgresql"),
     ],
@@ -182,6 +191,38 @@ def test_jobs_stop_stops_a_running_job(
     assert f"stop requested for job {job.id}" in out
     record = job.wait(timeout=60)
     assert (record.status.value, record.failure_reason) == ("Stopped", "stop requested")
+
+
+def test_jobs_resize_asks_an_elastic_job_for_a_size_within_its_range(
+    session: Session, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from scaletune.store import NewTrainingJob
+
+    store = session.store
+    spec = {"algorithm": "dnn", "instance_count": 4, "min_instance_count": 2}
+    store.create_training_job(NewTrainingJob("elastic", None, "dnn", spec, {}, 4, 1.0, ""))
+    store.create_training_job(NewTrainingJob("fixed", None, "dnn", {}, {}, 4, 1.0, ""))
+    store.mark_in_progress("elastic", 2.0, os.getpid(), socket.gethostname())
+
+    code, out, _ = _cli(capsys, "jobs", "resize", "elastic", "3")
+    assert code == 0
+    assert "job elastic: asked for 3 workers; it goes on at that size from its next" in out
+    assert store.requested_size("elastic") == 3
+    code, out, _ = _cli(capsys, "jobs", "show", "elastic")
+    assert "2 to 4 (elastic)" in out and "asked for 3 (jobs resize)" in out
+    code, out, _ = _cli(capsys, "jobs", "show", "elastic", "--json")
+    shown = json.loads(out)
+    assert (shown["requested_size"], shown["sizes"]) == (3, [])
+
+    for args, expected in [
+        (("elastic", "5"), "workers=5: job 'elastic' trains on 2 to 4 workers"),
+        (("elastic", "1"), "workers=1: job 'elastic' trains on 2 to 4 workers"),
+        (("fixed", "2"), "job 'fixed' is not elastic: its instance_count is 4"),
+    ]:
+        code, _, err = _cli(capsys, "jobs", "resize", *args)
+        assert code == 2 and expected in err and len(err.strip().splitlines()) == 1
+    assert store.requested_size("elastic") == 3  # nothing written by a refused ask
+    assert store.requested_size("fixed") is None
 
 
 def test_jobs_stop_ends_a_paused_trial_as_stopped(

@@ -50,6 +50,22 @@ def test_a_finished_group_is_reused_by_the_next_job_of_its_shape(ray_session: Se
     assert (again.wall_seconds or 0) < (record.wall_seconds or 0)  # warm: no actor to start
 
 
+def test_an_elastic_job_starts_with_as_many_workers_as_the_cluster_has_room_for(
+    ray_session: Session, ray_backend: RayBackend
+) -> None:
+    cluster = _spec().cluster
+    assert ray_backend.capacity(cluster) == 4  # idle groups count as room: they give way
+    half = cluster.model_copy(update={"cpus_per_worker": 0.5})
+    assert ray_backend.capacity(half) == 8
+    record = ray_session.controller.run(
+        ray_session.controller.prepare(_spec(instance_count={"min": 2, "max": 6}))
+    )
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    assert [a.size for a in ray_session.store.attempts.of(record.id)] == [4]
+    # Billed at the size it ran at, not its most.
+    assert record.billable_seconds == pytest.approx(4 * (record.wall_seconds or 0))
+
+
 def test_a_dead_actor_fails_the_job_with_the_reason(ray_session: Session) -> None:
     job = ray_session.controller.prepare(_spec(retry={"max_attempts": 0}))
     job = dataclasses.replace(job, algorithm=_ProgramOverride(programs.exit_hard))

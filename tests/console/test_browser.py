@@ -19,7 +19,7 @@ import pytest
 from scaletune.store import JobStatus, MetricPoint, Store, TuningJobRecord
 from tests.conftest import allow_process_tree, wait_until
 from tests.console.browser import CHROMIUM_ARGS, PageErrors, chromium_path, running_console
-from tests.console.conftest import add_job
+from tests.console.conftest import add_elastic_job, add_job
 from tests.simulated import simulated_tuning
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -110,6 +110,22 @@ def test_every_page_renders_without_errors_and_the_tuning_charts_are_drawn(
         assert "#trials" and page.url.endswith(f"/tuning/{tuning.id}")
         page.goto(console.base + "/no/such/page")
     assert [e for e in errors.seen if "404" not in e] == []
+
+
+def test_an_elastic_jobs_workers_over_time_are_drawn(
+    page: Any, stored: tuple[str, Store, TuningJobRecord]
+) -> None:
+    url, store, _ = stored
+    job_id = add_elastic_job(store)
+    errors = PageErrors()
+    errors.watch(page)
+    with running_console(url) as console:
+        page.goto(f"{console.base}/jobs/{job_id}")
+        page.wait_for_function("() => document.querySelector('[data-chart]').dataset.drawn === '1'")
+        assert page.locator("[data-panel=workers] canvas").count() == 1
+        assert "2 to 4 (elastic)" in page.inner_text("#job-summary")
+        assert _blank_charts(page) == []
+    assert errors.seen == []
 
 
 def test_a_report_shows_within_3_s_and_the_page_survives_a_dropped_connection(

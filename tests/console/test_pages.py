@@ -9,7 +9,7 @@ import io
 from pathlib import Path
 
 from scaletune.store import JobOutcome, JobStatus, Store, TuningJobRecord
-from tests.console.conftest import add_job, client
+from tests.console.conftest import add_elastic_job, add_job, client
 
 
 def test_every_page_answers(store: Store, tuning: TuningJobRecord, tmp_path: Path) -> None:
@@ -115,12 +115,25 @@ def test_importance_finds_the_hyperparameter_that_matters(
 def test_job_metrics_and_comparison(store: Store, tuning: TuningJobRecord) -> None:
     web = client(store)
     trial = f"{tuning.id}-001"
-    metrics = web.get(f"/api/jobs/{trial}/metrics").json()["metrics"]
+    data = web.get(f"/api/jobs/{trial}/metrics").json()
+    metrics = data["metrics"]
+    assert data["sizes"] is None  # a fixed size: nothing to draw over time
     points = store.metrics(trial, "accuracy")
     assert metrics["accuracy"]["steps"] == [p.step for p in points]
     compared = web.get(f"/api/compare?jobs={trial},{tuning.id}-002").json()
     assert compared["jobs"] == [trial, f"{tuning.id}-002"]
     assert [s["label"] for s in compared["metrics"]["accuracy"]["series"]] == compared["jobs"]
+
+
+def test_an_elastic_jobs_page_shows_its_range_and_its_size_over_time(store: Store) -> None:
+    job_id = add_elastic_job(store)
+    web = client(store)
+    data = web.get(f"/api/jobs/{job_id}/metrics").json()
+    # Each attempt's size from its start, held to the end of the last.
+    assert data["sizes"] == {"seconds": [0.0, 11.0, 26.0, 40.0], "workers": [4.0, 3.0, 4.0, 4.0]}
+    page = web.get(f"/jobs/{job_id}").text
+    assert "2 to 4 (elastic), 4 in the latest attempt" in page
+    assert "resized to 4 workers: room for more" in page and ">resized<" in page
 
 
 def _trial_numbers(html: str) -> list[int]:

@@ -89,6 +89,14 @@ def test_relative_paths_are_relative_to_the_job_file(tmp_path: Path) -> None:
         (["name='bad name!'"], "name: use 1-48 letters"),
         (["channels.train.path=nowhere.csv"], "does not exist or cannot be read"),
         (["channels.train.dataset=breast-cancer"], "give exactly one of 'path' or 'dataset'"),
+        (["instance_count={min=3, max=2}"], "instance_count: min=3 is more than max=2"),
+        (["instance_count={min=0, max=2}"], "instance_count.min=0: from 1 to 256 workers"),
+        (["instance_count={min=2}"], "instance_count.max=None: give a whole number of workers"),
+        (["instance_count={min=1, max=2, most=4}"], "a range has 'min' and 'max', not ['most']"),
+        (
+            ["instance_count={min=1, max=2}", "checkpoint.enabled=false"],
+            "an elastic job resizes from a checkpoint, so checkpoint.enabled must be true",
+        ),
     ],
 )
 def test_bad_values_are_refused_on_one_line_naming_them(
@@ -99,6 +107,16 @@ def test_bad_values_are_refused_on_one_line_naming_them(
     message = str(caught.value)
     assert expected in message
     assert "\n" not in message
+
+
+def test_an_elastic_size_is_a_range_kept_as_its_most_and_fewest(tmp_path: Path) -> None:
+    spec = load_training_spec(_csv_job(tmp_path, "instance_count = { min = 2, max = 4 }"))
+    assert (spec.instance_count, spec.min_instance_count, spec.min_workers) == (4, 2, 2)
+    assert spec.elastic
+    stored = spec.model_dump(mode="json")
+    assert training_spec_from_dict(stored) == spec  # read back from the store as written
+    fixed = load_training_spec(_csv_job(tmp_path, "instance_count = { min = 3, max = 3 }"))
+    assert not fixed.elastic and fixed.min_workers == 3
 
 
 def test_missing_train_channel(tmp_path: Path) -> None:

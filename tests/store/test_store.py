@@ -208,6 +208,7 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
             "full_resource",
             "seconds_per_step",
             "hyperband_bracket",
+            "requested_size",
         ):
             conn.execute(text(f"ALTER TABLE training_jobs DROP COLUMN {column}"))
         conn.execute(text("DROP TABLE tuning_jobs"))
@@ -224,6 +225,8 @@ def test_a_version_1_store_is_migrated_in_place(tmp_path: Path) -> None:
         assert store.rejected("old-job") == []  # and what version 3 added
         store.set_waiting("old-job", 12.5)  # and version 4's column
         assert store.get_training_job("old-job").waiting_since == 12.5
+        store.request_size("old-job", 3)  # and version 10's
+        assert store.requested_size("old-job") == 3
         store.attempts.start("old-job", 1, 20.0)  # and version 5's table
         store.attempts.set_workers("old-job", 1, ["here pid 1", "here pid 2"])  # and version 8's
         assert [(a.number, a.workers) for a in store.attempts.of("old-job")] == [

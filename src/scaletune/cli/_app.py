@@ -31,7 +31,7 @@ from scaletune.cli._options import (
 from scaletune.cli._render import job_summary, jobs_table, print_json, print_table
 from scaletune.cli._tuning import tune, tuning_app
 from scaletune.errors import InvalidInputError, ScaletuneError, StoreError
-from scaletune.store import JobStatus
+from scaletune.store import JobStatus, resizes
 
 # Each command imports what it uses when it runs: `scaletune --help` and the commands that
 # read records load no training stack, scikit-learn, torch, xgboost, matplotlib or Ray.
@@ -300,6 +300,38 @@ def jobs_stop(job_id: str, store: StoreOption = None) -> None:
     out.print(outcome.message)
 
 
+@jobs_app.command("resize")
+def jobs_resize(
+    job_id: str,
+    workers: Annotated[int, typer.Argument(help="the size to go on at, within its min..max")],
+    store: StoreOption = None,
+) -> None:
+    """Ask an elastic job for another size: it goes on at it from its next checkpoint, and
+    keeps to it while the capacity allows."""
+    with open_store(store) as records:
+        record = records.get_training_job(job_id)
+        size_range = record.size_range
+        if size_range is None:
+            raise InvalidInputError(
+                f"job {job_id!r} is not elastic: its instance_count is {record.instance_count}, "
+                "not a { min, max } range"
+            )
+        fewest, most = size_range
+        if not fewest <= workers <= most:
+            raise InvalidInputError(
+                f"workers={workers}: job {job_id!r} trains on {fewest} to {most} workers"
+            )
+        if record.status is JobStatus.COMPLETED:
+            raise InvalidInputError(f"job {job_id!r} is Completed: there is nothing to resize")
+        records.request_size(job_id, workers)
+    when = (
+        "from its next checkpoint"
+        if record.status is JobStatus.IN_PROGRESS
+        else "when it runs again (jobs resume)"
+    )
+    out.print(f"job {job_id}: asked for {workers} workers; it goes on at that size {when}")
+
+
 def _run_prepared(
     backend_name: BackendName,
     prepare: Callable[[TrainingController], PreparedJob],
@@ -369,6 +401,7 @@ def _show(store: Store, record: TrainingJobRecord, json_output: bool) -> None:
             record.to_json_dict()
             | {
                 "attempts": [attempt.to_json_dict() for attempt in attempts],
+                "sizes": [change.to_json_dict() for change in resizes(attempts)],
                 "rejected_metrics": [dataclasses.asdict(item) for item in rejected],
             }
         )

@@ -5,12 +5,19 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Collection, Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from scaletune.store import AttemptRecord, JobStatus, RejectedMetric, TrainingJobRecord
+from scaletune.store import (
+    AttemptRecord,
+    JobStatus,
+    RejectedMetric,
+    TrainingJobRecord,
+    resizes,
+)
 
 _STATUS_STYLE = {
     JobStatus.COMPLETED: "green",
@@ -85,7 +92,7 @@ def job_summary(
     if record.failure_reason:
         table.add_row("reason", record.failure_reason)
     table.add_row("algorithm", record.algorithm)
-    table.add_row("workers", str(record.instance_count))
+    table.add_row("workers", _workers(record, attempts or []))
     if attempts and attempts[-1].placement:
         table.add_row("placed", attempts[-1].placement)
     if record.wall_seconds is not None and record.billable_seconds is not None:
@@ -109,6 +116,23 @@ def job_summary(
     console.print(table)
 
 
+def _workers(record: TrainingJobRecord, attempts: list[AttemptRecord]) -> str:
+    """A fixed job's size; an elastic one's range, its sizes over time, and why each change."""
+    size_range = record.size_range
+    if size_range is None:
+        return str(record.instance_count)
+    placed = [attempt.size for attempt in attempts if attempt.size]
+    text = f"{size_range[0]} to {size_range[1]} (elastic)"
+    if placed:
+        text += f", {placed[0]} at first"
+    for change in resizes(attempts):
+        when = datetime.fromtimestamp(change.time).strftime("%H:%M:%S")
+        text += f"\n{change.from_size} -> {change.to_size} at {when}: {change.reason}"
+    if record.requested_size is not None:
+        text += f"\nasked for {record.requested_size} (jobs resize)"
+    return text
+
+
 def _attempt_line(attempt: AttemptRecord) -> str:
     start = (
         "from the start"
@@ -117,11 +141,13 @@ def _attempt_line(attempt: AttemptRecord) -> str:
     )
     redone = f", {attempt.steps_redone} step(s) redone" if attempt.steps_redone else ""
     saved = "" if attempt.checkpoint_step is None else f"; checkpoint at {attempt.checkpoint_step}"
-    why = (
-        f": {attempt.reason}" if attempt.reason and attempt.status is not JobStatus.STOPPED else ""
-    )
-    then = " -> retried" if attempt.retried else ""
-    return f"{attempt.number}. {attempt.status.value} ({start}{redone}{saved}){why}{then}"
+    # A Stopped attempt that another followed was an elastic job's resize: say so.
+    resized = attempt.status is JobStatus.STOPPED and attempt.retried
+    shown = attempt.reason and (attempt.status is not JobStatus.STOPPED or resized)
+    why = f": {attempt.reason}" if shown else ""
+    then = " -> resized" if resized else " -> retried" if attempt.retried else ""
+    size = f"{attempt.size} workers, " if attempt.size else ""
+    return f"{attempt.number}. {attempt.status.value} ({size}{start}{redone}{saved}){why}{then}"
 
 
 def jobs_table(console: Console, records: list[TrainingJobRecord]) -> None:

@@ -6,25 +6,31 @@ from typing import TYPE_CHECKING, Any
 from scaletune.cluster._backend import Abandon, Backend, Group, make_backend
 from scaletune.cluster._local import LocalBackend, WorkerGroup
 from scaletune.cluster._rendezvous import GroupRendezvous, free_port
+from scaletune.cluster._slots import SLOTS_VARIABLE, FixedSlots, Slots, SlotsFile, slots_from
 from scaletune.cluster._starters import ForkServer, FreshInterpreters, WorkerStarter
 
 if TYPE_CHECKING:
     from scaletune.cluster._ray import RayBackend, WorkerResources
 
 __all__ = [
+    "SLOTS_VARIABLE",
     "Abandon",
     "Backend",
+    "FixedSlots",
     "ForkServer",
     "FreshInterpreters",
     "Group",
     "GroupRendezvous",
     "LocalBackend",
     "RayBackend",
+    "Slots",
+    "SlotsFile",
     "WorkerGroup",
     "WorkerResources",
     "WorkerStarter",
     "free_port",
     "make_backend",
+    "slots_from",
 ]
 
 

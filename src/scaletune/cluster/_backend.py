@@ -65,6 +65,11 @@ class Backend(Protocol):
         (LaunchAbandonedError)."""
         ...
 
+    def capacity(self, cluster: ClusterSpec) -> int | None:
+        """Workers of this kind that could be placed now beside those running (an elastic
+        job grows into them); None: no bound is known."""
+        ...
+
     def ensure_capacity(self, workers: int) -> None: ...
 
     def prestart(self, workers: int) -> None:

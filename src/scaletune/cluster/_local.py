@@ -19,13 +19,15 @@ from pathlib import Path
 from scaletune.cluster._backend import Abandon
 from scaletune.cluster._programs import check_importable
 from scaletune.cluster._rendezvous import LOOPBACK
+from scaletune.cluster._slots import FixedSlots, Slots, slots_from
 from scaletune.cluster._starters import WorkerProcess, WorkerStarter, default_starter
-from scaletune.errors import WorkerStartError
+from scaletune.errors import ClusterTooSmallError, LaunchAbandonedError, WorkerStartError
 from scaletune.spec import BackendName, ClusterSpec
 from scaletune.worker import Exited, Finished, Heartbeat, Ready, WorkerEvent, WorkerTask
 
 DEFAULT_PRELOAD = ("numpy", "pandas", "xgboost", "scaletune.algorithms")
 KILL_GRACE_SECONDS = 2.0
+ROOM_POLL_SECONDS = 0.2  # how often a job waiting for free slots looks again
 
 
 @dataclass
@@ -47,7 +49,8 @@ class LocalBackend:
     With `warm_pool`, workers that finished a job cleanly wait for the next one, so a job
     of a size seen before starts without spawning or importing anything. Other workers come
     from the `starter`: by default forked from a fork server that has done their imports
-    (`_starters`).
+    (`_starters`). `slots` bounds the workers running at once (SCALETUNE_LOCAL_SLOTS by
+    default: no bound unless set); a job that does not fit waits for room.
     """
 
     def __init__(
@@ -58,8 +61,11 @@ class LocalBackend:
         preload: tuple[str, ...] = DEFAULT_PRELOAD,
         start_timeout_seconds: float = 120.0,
         starter: WorkerStarter | None = None,
+        slots: Slots | None = None,
     ) -> None:
         self.warm_pool = warm_pool
+        self._slots = slots if slots is not None else slots_from()
+        self._in_use = 0  # workers of groups not yet ended
         self._starter = starter or default_starter()
         self.max_idle_workers = max_idle_workers
         self._preload = preload
@@ -89,11 +95,16 @@ class LocalBackend:
         cluster: ClusterSpec | None = None,
         abandon: Abandon | None = None,
     ) -> WorkerGroup:
-        """`cluster` asks for Ray's placement and reservations, `abandon` ends a wait for
-        room: processes here start at once, so neither applies."""
+        """`cluster` asks for Ray's placement, which does not apply here; `abandon` ends a
+        wait for free slots."""
         check_importable(tasks)
         payloads = [(task.rank, pickle.dumps(task)) for task in tasks]  # fail before spawning
-        workers = self._acquire(len(tasks))
+        self._reserve(len(tasks), abandon)
+        try:
+            workers = self._acquire(len(tasks))
+        except BaseException:
+            self._free(len(tasks))
+            raise
         group = WorkerGroup(self, workers, tasks[0].stop_file if tasks else None)
         try:
             for worker, payload in zip(workers, payloads, strict=True):
@@ -102,6 +113,35 @@ class LocalBackend:
             group.kill()
             raise
         return group
+
+    def capacity(self, cluster: ClusterSpec | None = None) -> int | None:
+        """Workers that could start now beside those running; None: no bound. (Each runs as
+        one process here, whatever `cluster` asks of a Ray worker.)"""
+        with self._lock:
+            total = self._slots.total()
+            return None if total is None else max(total - self._in_use, 0)
+
+    def _reserve(self, count: int, abandon: Abandon | None) -> None:
+        """Take `count` slots, waiting while they are not free (asking `abandon`)."""
+        while True:
+            with self._lock:
+                total = self._slots.total()
+                if total is None or self._in_use + count <= total:
+                    self._in_use += count
+                    return
+            if isinstance(self._slots, FixedSlots) and count > total:
+                raise ClusterTooSmallError(
+                    f"the job needs {count} workers at once but this machine runs at most "
+                    f"{total} (SCALETUNE_LOCAL_SLOTS)"
+                )
+            reason = None if abandon is None else abandon()
+            if reason is not None:
+                raise LaunchAbandonedError(reason)
+            time.sleep(ROOM_POLL_SECONDS)
+
+    def _free(self, count: int) -> None:
+        with self._lock:
+            self._in_use = max(self._in_use - count, 0)
 
     def ensure_capacity(self, workers: int) -> None:
         """Keep at least this many idle workers warm (a tuning job's parallel trials)."""
@@ -253,12 +293,14 @@ class WorkerGroup:
         elif not self._ended:
             self._ended = True
             self._backend._give_back(self._workers)
+            self._backend._free(len(self._workers))
 
     def kill(self) -> None:
         """End every worker now: SIGTERM, then SIGKILL for any stuck in a collective."""
         if not self._ended:
             self._ended = True
             _stop_workers(self._workers, polite=False)
+            self._backend._free(len(self._workers))
 
 
 def _stop_pool(idle: list[_Worker], starter: WorkerStarter) -> None:

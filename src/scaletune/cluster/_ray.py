@@ -297,6 +297,23 @@ class RayBackend:
             for task in tasks
         ]
 
+    def capacity(self, cluster: ClusterSpec) -> int | None:
+        """Workers of `cluster`'s size the Ray cluster could place now beside those running,
+        idle groups counted as room (they give way): a node lost or added shows here."""
+        bundle = WorkerResources.of(cluster).bundle()
+        available = dict(self._ray.available_resources())
+        with self._lock:
+            idle = list(self._idle)
+        for placed in idle:
+            for key, value in placed.resources.bundle().items():
+                available[key] = available.get(key, 0.0) + value * len(placed.actors)
+        fits = [
+            math.floor(available.get(key, 0.0) / value + 1e-9)
+            for key, value in bundle.items()
+            if value > 0
+        ]
+        return min(fits) if fits else None
+
     def ensure_capacity(self, workers: int) -> None:
         """Keep up to this many idle workers warm (a tuning job's parallel trials)."""
         with self._lock:

@@ -16,7 +16,7 @@ from starlette.routing import Route
 from scaletune.console import _charts
 from scaletune.console._importance import importance
 from scaletune.console._state import console_state
-from scaletune.store import Store
+from scaletune.store import Store, TrainingJobRecord
 
 
 def routes() -> list[Route]:
@@ -32,8 +32,25 @@ def routes() -> list[Route]:
 def job_metrics(request: Request) -> Response:
     store: Store = console_state(request).store
     job_id = request.path_params["job_id"]
-    store.get_training_job(job_id)  # an unknown id is a 404
-    return JSONResponse({"metrics": _series(store, job_id)})
+    record = store.get_training_job(job_id)  # an unknown id is a 404
+    return JSONResponse({"metrics": _series(store, job_id), "sizes": _sizes(store, record)})
+
+
+def _sizes(store: Store, record: TrainingJobRecord) -> dict[str, list[float]] | None:
+    """An elastic job's workers over time: each placed attempt's size from its start (seconds
+    since the job started), held to the end of the last; None for a job of a fixed size."""
+    if record.size_range is None:
+        return None
+    placed = [attempt for attempt in store.attempts.of(record.id) if attempt.workers]
+    if not placed:
+        return None
+    began = record.start_time if record.start_time is not None else placed[0].start_time
+    seconds = [attempt.start_time - began for attempt in placed]
+    workers = [float(attempt.size) for attempt in placed]
+    if placed[-1].end_time is not None:
+        seconds.append(placed[-1].end_time - began)
+        workers.append(workers[-1])
+    return {"seconds": seconds, "workers": workers}
 
 
 def _series(store: Store, job_id: str) -> dict[str, dict[str, list[Any]]]:

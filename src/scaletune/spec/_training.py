@@ -319,6 +319,12 @@ class RetrySpec(Frozen):
         gt=0,
         description="a worker silent this long (stopped, hung) is taken for lost",
     )
+    placement_timeout_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        description="a job whose workers (an elastic job's fewest) cannot all be placed "
+        "this long fails; unset: it waits up to max_runtime_seconds, then stops",
+    )
     collective_timeout_seconds: float = Field(
         default=DEFAULT_COLLECTIVE_TIMEOUT_SECONDS,
         gt=0,
@@ -335,7 +341,19 @@ class TrainingJobSpec(Frozen):
     name: str | None = None
     algorithm: AlgorithmName
     hyperparameters: dict[str, HyperparameterValue] = Field(default_factory=dict)
-    instance_count: int = Field(default=1, ge=1, le=256)
+    instance_count: int = Field(
+        default=1,
+        ge=1,
+        le=256,
+        description="the workers; an elastic job's most (written `{ min = 2, max = 8 }`)",
+    )
+    min_instance_count: int | None = Field(
+        default=None,
+        ge=1,
+        le=256,
+        description="an elastic job's fewest workers: it goes on with as many as can be "
+        "placed, from this up to instance_count; unset: always instance_count",
+    )
     distribution: DistributionSpec = Field(default_factory=DistributionSpec)
     cluster: ClusterSpec = Field(default_factory=ClusterSpec)
     channels: dict[ChannelName, ChannelSpec] = Field(default_factory=dict)
@@ -354,15 +372,40 @@ class TrainingJobSpec(Frozen):
             raise ValueError("use 1-48 letters, digits or '-', starting with a letter or digit")
         return value
 
+    @model_validator(mode="before")
+    @classmethod
+    def _size_range(cls, data: Any) -> Any:
+        """`instance_count = { min = 2, max = 8 }`: kept as the most and the fewest workers."""
+        if not isinstance(data, dict) or not isinstance(data.get("instance_count"), dict):
+            return data
+        table = data["instance_count"]
+        unknown = sorted(set(table) - {"min", "max"})
+        if unknown:
+            raise ValueError(f"instance_count: a range has 'min' and 'max', not {unknown}")
+        for bound in ("min", "max"):
+            value = table.get(bound)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(
+                    f"instance_count.{bound}={value!r}: give a whole number of workers"
+                )
+            if not 1 <= value <= 256:
+                raise ValueError(f"instance_count.{bound}={value}: from 1 to 256 workers")
+        if table["min"] > table["max"]:
+            raise ValueError(f"instance_count: min={table['min']} is more than max={table['max']}")
+        if "min_instance_count" in data:
+            raise ValueError("give instance_count = { min, max } or min_instance_count, not both")
+        return {**data, "instance_count": table["max"], "min_instance_count": table["min"]}
+
     @model_validator(mode="after")
     def _train_required(self) -> TrainingJobSpec:
         # A user's script may read its data itself; built-in algorithms need a train channel.
         if self.algorithm is not AlgorithmName.SCRIPT and ChannelName.TRAIN not in self.channels:
             raise ValueError("channels: missing channel 'train'")
-        if self.script is not None and self.script.metrics_rank >= self.instance_count:
+        if self.script is not None and self.script.metrics_rank >= self.min_workers:
             raise ValueError(
                 f"script.metrics_rank={self.script.metrics_rank} but instance_count="
-                f"{self.instance_count}: ranks are 0 to {self.instance_count - 1}"
+                f"{self.min_workers}{' at the fewest' if self.elastic else ''}: ranks are 0 "
+                f"to {self.min_workers - 1}"
             )
         servers = self.distribution.parameter_servers
         if self.algorithm is AlgorithmName.SCRIPT and (
@@ -394,12 +437,43 @@ class TrainingJobSpec(Frozen):
         return self
 
     @model_validator(mode="after")
+    def _elastic_can_resize(self) -> TrainingJobSpec:
+        if self.min_instance_count is None:
+            return self
+        if self.min_instance_count > self.instance_count:
+            raise ValueError(
+                f"min_instance_count={self.min_instance_count} is more than "
+                f"instance_count={self.instance_count}"
+            )
+        if self.distribution.strategy is DistributionStrategy.PARAMETER_SERVER:
+            raise ValueError(
+                "instance_count: an elastic job (a min and a max) needs distribution.strategy "
+                "'allreduce'; a parameter server's workers are not resized"
+            )
+        if not self.checkpoint.enabled:
+            raise ValueError(
+                "instance_count: an elastic job resizes from a checkpoint, so "
+                "checkpoint.enabled must be true"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _algorithm_accepts(self) -> TrainingJobSpec:
         # Imported here: algorithms import this module for their own signatures.
         from scaletune.algorithms import get_algorithm
 
         get_algorithm(self.algorithm).check(self)
         return self
+
+    @property
+    def elastic(self) -> bool:
+        """Whether the job goes on with fewer workers, or grows, as capacity comes and goes."""
+        return self.min_instance_count is not None and self.min_instance_count < self.instance_count
+
+    @property
+    def min_workers(self) -> int:
+        """The fewest workers the job trains on (instance_count unless elastic)."""
+        return self.instance_count if self.min_instance_count is None else self.min_instance_count
 
     @property
     def tensorflow_parameter_server(self) -> bool:
@@ -412,8 +486,12 @@ class TrainingJobSpec(Frozen):
         """How many processes the job runs, each holding a worker's resources and billed as
         one: its workers, and for TensorFlow's ParameterServerStrategy the chief and the
         parameter servers as well (as a managed service bills each machine of the cluster)."""
+        return self.tasks_at(self.instance_count)
+
+    def tasks_at(self, workers: int) -> int:
+        """The processes of an attempt at this many workers (an elastic job's size varies)."""
         servers = self.distribution.parameter_servers
-        return self.instance_count + (0 if servers is None else 1 + servers)
+        return workers + (0 if servers is None else 1 + servers)
 
     def task_name(self, rank: int) -> str:
         """How a failure names a process: "worker 2", or "ps 0 (rank 4)" under

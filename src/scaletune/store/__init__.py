@@ -18,8 +18,10 @@ if TYPE_CHECKING:
         NewTrainingJob,
         NewTuningJob,
         RejectedMetric,
+        Resize,
         TrainingJobRecord,
         TuningJobRecord,
+        resizes,
     )
     from scaletune.store._schema import SCHEMA_VERSION
     from scaletune.store._store import Store
@@ -40,6 +42,8 @@ _WHERE = {
     "NewTrainingJob": "_records",
     "NewTuningJob": "_records",
     "RejectedMetric": "_records",
+    "Resize": "_records",
+    "resizes": "_records",
     "TrainingJobRecord": "_records",
     "TuningJobRecord": "_records",
     "SCHEMA_VERSION": "_schema",
@@ -56,6 +60,7 @@ __all__ = [
     "NewTrainingJob",
     "NewTuningJob",
     "RejectedMetric",
+    "Resize",
     "Store",
     "StoreLocation",
     "TrainingJobRecord",
@@ -65,5 +70,6 @@ __all__ = [
     "TuningJobRecord",
     "TuningTotals",
     "default_home",
+    "resizes",
     "resolve_store",
 ]

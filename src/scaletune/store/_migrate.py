@@ -12,6 +12,7 @@ from scaletune.store._schema import (
     TRAINING_JOB_COLUMNS_V2,
     TRAINING_JOB_COLUMNS_V6,
     TRAINING_JOB_COLUMNS_V7,
+    TRAINING_JOB_COLUMNS_V10,
     job_attempts,
     meta,
     metadata,
@@ -61,6 +62,12 @@ def open_schema(conn: Connection) -> str | None:
     if version == "8":  # version 9: trial pages by objective read off an index
         _create_indexes(conn)
         version = _set_version(conn, "9")
+    if version == "9":  # version 10: the size an elastic job was asked to take
+        present = {column["name"] for column in inspect(conn).get_columns(training_jobs.name)}
+        for column, sql_type in TRAINING_JOB_COLUMNS_V10:
+            if column not in present:
+                conn.execute(text(f"ALTER TABLE training_jobs ADD COLUMN {column} {sql_type}"))
+        version = _set_version(conn, "10")
     return version
 
 

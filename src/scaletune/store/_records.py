@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -85,6 +86,15 @@ class TrainingJobRecord:
     objective: float | None = None
     resource: int | None = None
     waiting_since: float | None = None  # its workers wait for room (Ray) since then
+    requested_size: int | None = None  # an elastic job's size asked for by hand (`jobs resize`)
+
+    @property
+    def size_range(self) -> tuple[int, int] | None:
+        """An elastic job's fewest and most workers; None for a job of a fixed size."""
+        fewest = self.spec.get("min_instance_count")
+        if fewest is None or fewest >= self.instance_count:
+            return None
+        return int(fewest), self.instance_count
 
     def to_json_dict(self) -> dict[str, Any]:
         """The job as scripts read it (`--json`): ISO 8601 times, plain values."""
@@ -110,6 +120,7 @@ class TrainingJobRecord:
             "objective": self.objective,
             "resource": self.resource,
             "waiting_since": _iso(self.waiting_since),
+            "requested_size": self.requested_size,
             "spec": self.spec,
         }
 
@@ -158,6 +169,11 @@ class AttemptRecord:
     workers: tuple[str, ...] = ()  # where each rank ran; empty before it was placed
 
     @property
+    def size(self) -> int:
+        """Its workers (processes, a TensorFlow chief and servers included); 0 if never placed."""
+        return len(self.workers)
+
+    @property
     def placement(self) -> str | None:
         """Where its workers ran, by machine: "2 on node-a, 1 on node-b" (pids left out)."""
         machines = Counter(_PID.sub("", location) for location in self.workers)
@@ -176,6 +192,38 @@ class AttemptRecord:
             "checkpoint_step": self.checkpoint_step,
             "workers": list(self.workers),
         }
+
+
+@dataclass(frozen=True)
+class Resize:
+    """An elastic job that went on at another size: when the new size began, and why the
+    attempt before it ended (a worker lost, capacity back, a size asked for)."""
+
+    time: float
+    from_size: int
+    to_size: int
+    reason: str | None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "time": _iso(self.time),
+            "from": self.from_size,
+            "to": self.to_size,
+            "why": self.reason,
+        }
+
+
+def resizes(attempts: Sequence[AttemptRecord]) -> list[Resize]:
+    """Each attempt placed at another size than the one placed before it."""
+    changes: list[Resize] = []
+    before: AttemptRecord | None = None
+    for attempt in attempts:
+        if not attempt.workers:  # never placed (stopped while it waited for room)
+            continue
+        if before is not None and attempt.size != before.size:
+            changes.append(Resize(attempt.start_time, before.size, attempt.size, before.reason))
+        before = attempt
+    return changes
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from sqlalchemy import (
     Text,
 )
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 metadata = MetaData()
 
@@ -65,6 +65,8 @@ training_jobs = Table(
     Column("seconds_per_step", Float),
     # Version 7: the Hyperband bracket the trial was drawn into (its rungs), where it has one.
     Column("hyperband_bracket", Integer),
+    # Version 10: the size an elastic job was asked to take (`jobs resize`); None: its most.
+    Column("requested_size", Integer),
     Index("ix_training_jobs_tuning_trial", "tuning_job_id", "trial_number"),
     # Covering indexes: a summary's aggregates read these, never the wide rows (specs).
     Index(
@@ -106,6 +108,9 @@ _objective_page_index("ix_training_jobs_tuning_objective_low", training_jobs.c.o
 
 # Columns version 7 added to training_jobs.
 TRAINING_JOB_COLUMNS_V7 = (("hyperband_bracket", "INTEGER"),)
+
+# Columns version 10 added to training_jobs.
+TRAINING_JOB_COLUMNS_V10 = (("requested_size", "INTEGER"),)
 
 # Columns version 8 added to job_attempts.
 JOB_ATTEMPT_COLUMNS_V8 = (("workers", "TEXT"),)

@@ -233,14 +233,27 @@ class Store:
         self._update(training_jobs, job_id, waiting_since=since)
 
     def request_stop(self, job_id: str) -> TrainingJobRecord:
+        return self._ask(job_id, stop_requested=True)
+
+    def request_size(self, job_id: str, size: int) -> TrainingJobRecord:
+        """Ask an elastic job to train on `size` workers (checked against its range by the
+        caller); it resizes at its next checkpoint, and keeps to it while capacity allows."""
+        return self._ask(job_id, requested_size=size)
+
+    def _ask(self, job_id: str, **values: object) -> TrainingJobRecord:
+        """Set what a job's controller is asked to do; the job as it is then (an unknown id
+        raises JobNotFoundError, and nothing is written)."""
         with self._engine.begin() as conn:
             self._get(conn, job_id)
-            conn.execute(
-                update(training_jobs)
-                .where(training_jobs.c.id == job_id)
-                .values(stop_requested=True)
-            )
+            conn.execute(update(training_jobs).where(training_jobs.c.id == job_id).values(**values))
             return self._get(conn, job_id)
+
+    def requested_size(self, job_id: str) -> int | None:
+        with self._autocommit.connect() as conn:
+            value = conn.execute(
+                select(training_jobs.c.requested_size).where(training_jobs.c.id == job_id)
+            ).scalar_one_or_none()
+        return None if value is None else int(value)
 
     def is_stop_requested(self, job_id: str) -> bool:
         with self._autocommit.connect() as conn:

@@ -4,7 +4,7 @@ rendezvous that end with the attempt."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from scaletune.checkpoints import Checkpoint, CheckpointFolder, CheckpointPlan
@@ -45,9 +45,13 @@ def worker_tasks(
     resume: Checkpoint | None,
     attempt: int,
     host: str,
+    size: int,
 ) -> tuple[list[WorkerTask], GroupRendezvous]:
-    """One attempt's tasks, with a rendezvous of its own and the checkpoint to start from."""
-    world_size = job.spec.task_count  # the workers, and a chief and servers where they run
+    """One attempt's tasks at `size` workers, with a rendezvous of its own and the checkpoint
+    to start from."""
+    world_size = job.spec.tasks_at(size)  # the workers, and a chief and servers where they run
+    # The stop the attempt before was asked (an elastic job's resize) is not this one's.
+    (staging.scratch / STOP_FILE).unlink(missing_ok=True)
     rendezvous = GroupRendezvous(
         world_size,
         xgboost_tracker=job.algorithm.wants_xgboost_tracker(job.spec) and world_size > 1,
@@ -87,6 +91,7 @@ def worker_tasks(
             attempt=attempt,
             scratch=staging.scratch,
             concurrent_workers=job.concurrent_workers,
+            elastic=job.spec.elastic,
         )
         for rank in range(world_size)
     ]
@@ -124,11 +129,24 @@ class RoomWait:
     waiting, if any. The first call marks the job as waiting in the store."""
 
     def __init__(
-        self, store: Store, clock: Clock, job: PreparedJob, stop: Stopper, started: float
+        self,
+        store: Store,
+        clock: Clock,
+        job: PreparedJob,
+        stop: Stopper,
+        started: float,
+        size: int,
+        placeable: Callable[[], int] | None = None,
     ) -> None:
         self._store, self._clock, self._job, self._stop = store, clock, job, stop
         self._deadline = started + job.spec.max_runtime_seconds
+        timeout = job.spec.retry.placement_timeout_seconds
+        self._placement_deadline = None if timeout is None else clock.monotonic() + timeout
+        self._size = size
+        self._placeable = placeable  # an elastic job's size that fits now
         self.waited = False
+        self.timed_out = False  # placement_timeout_seconds passed: the job fails
+        self.resize_to: int | None = None  # capacity went while it waited: a smaller size
 
     def __call__(self) -> str | None:
         store, clock = self._store, self._clock
@@ -139,8 +157,20 @@ class RoomWait:
             return self._stop.reason
         if store.is_stop_requested(self._job.id):
             return "stop requested"
+        fits = None if self._placeable is None else self._placeable()
+        if fits is not None and fits < self._size:  # never below the fewest: those wait
+            self.resize_to = fits
+            return f"resized to {fits} workers: room for {self._size} went while they waited"
+        spec = self._job.spec
+        if self._placement_deadline is not None and clock.monotonic() >= self._placement_deadline:
+            self.timed_out = True
+            fewest = " (its fewest)" if spec.elastic else ""
+            return (
+                f"{self._size} workers{fewest} could not be placed within "
+                f"retry.placement_timeout_seconds={spec.retry.placement_timeout_seconds:g}"
+            )
         if clock.monotonic() >= self._deadline:
-            return f"max_runtime_seconds={self._job.spec.max_runtime_seconds:g} reached"
+            return f"max_runtime_seconds={spec.max_runtime_seconds:g} reached"
         return None
 
 

@@ -48,7 +48,15 @@ from scaletune.training._inherit import copy_checkpoint, read_inheritance
 from scaletune.training._paths import SCRATCH_PREFIX, JobPaths
 from scaletune.training._staging import JobStaging, check_writable
 from scaletune.training._stopper import Stopper
-from scaletune.training._supervise import AttemptState, Ending, Fault, Timing, supervise
+from scaletune.training._supervise import (
+    AttemptState,
+    Ending,
+    Fault,
+    ResizeCheck,
+    Resizing,
+    Timing,
+    supervise,
+)
 from scaletune.worker import ChannelShard, Report
 
 
@@ -230,7 +238,14 @@ class TrainingController:
         self.store.mark_in_progress(job.id, start_time, os.getpid(), socket.gethostname())
         scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{job.id}-"))
         staging: JobStaging | None = None
-        state = AttemptState(len(self.store.attempts.of(job.id)) + 1)
+        size = self._placeable(job)
+        state = AttemptState(len(self.store.attempts.of(job.id)) + 1, size)
+        billing = Billing(
+            earlier.billable_seconds
+            if earlier.billable_seconds is not None
+            else job.spec.task_count * earlier_wall,
+            started,
+        )
         live = LiveAttempt()
         interrupted = False
         tracker = Trackers([])
@@ -242,7 +257,7 @@ class TrainingController:
             staging = JobStaging.create(job.spec.cluster.staging, job.id, scratch)
             shards = write_shards(job, staging)
             redo_from = job.reached_step if state.number > 1 else None
-            first_attempt = state.number  # a resumed job has its own retries again
+            retries = 0  # a resumed job has its own retries again
             while True:
                 resume = self._begin_attempt(job, state, redo_from)
                 ending = self._attempt(
@@ -257,9 +272,14 @@ class TrainingController:
                     on_started,
                     reported,
                 )
-                if not self._retry(job, ending, state.number - first_attempt, stop):
+                if ending.resize_to is None and not self._retryable(job, ending, stop):
                     break
-                live.end(completed=False)
+                live.end(completed=False)  # a resize's workers finished: they go back warm
+                following = self._following(job, ending, state.size, retries)
+                if following is None:
+                    break
+                size, counted = following
+                retries += counted
                 self.store.append_metrics(job.id, state.pending)
                 self.store.attempts.end(
                     job.id,
@@ -269,9 +289,10 @@ class TrainingController:
                     reason=ending.reason,
                     retried=True,
                 )
+                billing.add(job.spec.tasks_at(state.size), self.clock.monotonic())
                 # How far the work went: this attempt's reports, else those of the one before.
                 redo_from = state.last_step if state.last_step is not None else redo_from
-                state = AttemptState(state.number + 1, final_metrics=state.final_metrics)
+                state = AttemptState(state.number + 1, size, final_metrics=state.final_metrics)
         except KeyboardInterrupt:
             interrupted = True
             ending = Ending(JobStatus.STOPPED, "interrupted (Ctrl-C)")
@@ -293,7 +314,9 @@ class TrainingController:
                 staging.remove()
             shutil.rmtree(scratch, ignore_errors=True)
             self.store.append_metrics(job.id, state.pending)
-            now, wall = self.clock.time(), earlier_wall + self.clock.monotonic() - started
+            now, ended = self.clock.time(), self.clock.monotonic()
+            wall = earlier_wall + ended - started
+            billable = billing.add(job.spec.tasks_at(state.size), ended)
             self.store.attempts.end(
                 job.id, state.number, status=ending.status, end_time=now, reason=ending.reason
             )
@@ -304,8 +327,7 @@ class TrainingController:
                     start_time=start_time,
                     end_time=now,
                     wall_seconds=wall,
-                    # Every attempt's time, the restarts between them included.
-                    billable_seconds=job.spec.task_count * wall,
+                    billable_seconds=billable,
                     final_metrics=state.final_metrics,
                     failure_reason=ending.reason,
                     artifact=artifact,
@@ -316,7 +338,7 @@ class TrainingController:
                     ending.status,
                     end_time=now,
                     wall_seconds=wall,
-                    billable_seconds=job.spec.task_count * wall,
+                    billable_seconds=billable,
                     attempts=state.number,
                     final_metrics=state.final_metrics,
                     failure_reason=ending.reason,
@@ -384,13 +406,24 @@ class TrainingController:
         on_report: Callable[[Report], None],
     ) -> Ending:
         """Place the workers, watch them to the end; what breaks becomes the attempt's Ending."""
+        placeable = (lambda: self._placeable(job)) if job.spec.elastic else None
+        wait = RoomWait(self.store, self.clock, job, stop, started, state.size, placeable)
         try:
             tasks, live.rendezvous = worker_tasks(
-                job, staging, shards, resume, state.number, self.backend.rendezvous_host
+                job,
+                staging,
+                shards,
+                resume,
+                state.number,
+                self.backend.rendezvous_host,
+                state.size,
             )
-            wait = RoomWait(self.store, self.clock, job, stop, started)
             live.group = self.backend.launch(tasks, job.spec.cluster, abandon=wait)
         except LaunchAbandonedError as exc:  # stopped while waiting for room
+            if wait.timed_out:  # waiting longer would not help: no retry either
+                return Ending(JobStatus.FAILED, str(exc), Fault.CONFIGURATION)
+            if wait.resize_to is not None:
+                return Ending(JobStatus.STOPPED, str(exc), resize_to=wait.resize_to)
             return Ending(stop.status if stop.is_set() else JobStatus.STOPPED, str(exc))
         except ClusterTooSmallError as exc:  # no retry would fit either
             return Ending(JobStatus.FAILED, str(exc), Fault.CONFIGURATION)
@@ -413,18 +446,54 @@ class TrainingController:
             started=started,
             state=state,
             on_report=on_report,
+            resize=self._resize_check(job, state.size) if job.spec.elastic else None,
         )
 
-    def _retry(self, job: PreparedJob, ending: Ending, retries: int, stop: Stopper) -> bool:
-        """Whether a new attempt follows this ending, `retries` having been made already."""
-        policy = job.spec.retry
+    def _retryable(self, job: PreparedJob, ending: Ending, stop: Stopper) -> bool:
+        """Whether the job's retry policy mends this ending at all."""
         if ending.status is not JobStatus.FAILED or stop.is_set():
             return False
-        if retries >= policy.max_attempts:  # max_attempts counts retries, not attempts
-            return False
         return ending.fault is Fault.INFRASTRUCTURE or (
-            ending.fault is Fault.PROGRAM and policy.retry_on_program_error
+            ending.fault is Fault.PROGRAM and job.spec.retry.retry_on_program_error
         )
+
+    def _following(
+        self, job: PreparedJob, ending: Ending, size: int, retries: int
+    ) -> tuple[int, bool] | None:
+        """The next attempt's size, and whether it counts as a retry (`retries` made so
+        far); None: no next attempt. An elastic job that lost workers the capacity no longer
+        has goes on with fewer, which is not a retry; the same size again is one."""
+        if ending.resize_to is not None:
+            return ending.resize_to, False
+        fits = self._placeable(job)  # asked once the attempt's workers are gone
+        if job.spec.elastic and fits < size:
+            return fits, False
+        if retries >= job.spec.retry.max_attempts:  # it counts retries, not attempts
+            return None
+        return fits, True
+
+    def _placeable(self, job: PreparedJob, held: int = 0) -> int:
+        """The size to train at: a fixed job's; an elastic job's as asked (`jobs resize`,
+        else its most) as far as the capacity free beside its `held` workers allows, never
+        below its fewest (placing those waits for room)."""
+        spec = job.spec
+        if not spec.elastic:
+            return spec.instance_count
+        asked = self.store.requested_size(job.id) or spec.instance_count
+        free = self.backend.capacity(spec.cluster)
+        fits = asked if free is None else min(asked, held + free)
+        return max(fits, spec.min_workers)
+
+    def _resize_check(self, job: PreparedJob, size: int) -> ResizeCheck:
+        def check() -> Resizing | None:
+            wanted = self._placeable(job, held=size)
+            if wanted == size:
+                return None
+            if wanted > size:
+                return Resizing(wanted, f"resized to {wanted} workers: room for more")
+            return Resizing(wanted, f"resized to {wanted} workers: asked for (jobs resize)")
+
+        return check
 
     def has_checkpoint(self, job_id: str) -> bool:
         """Whether the job has a complete checkpoint (that another job could start from)."""
@@ -487,6 +556,20 @@ def new_job_record(
         tuning_job_id=tuning_job_id,
         trial_number=trial_number,
     )
+
+
+class Billing:
+    """Billable seconds: each period's processes times its length, as a cloud bills the
+    machines it runs (an elastic job's size changes from one period to the next)."""
+
+    def __init__(self, earlier: float, started: float) -> None:
+        self.total, self._since = earlier, started
+
+    def add(self, processes: int, now: float) -> float:
+        """The period up to `now` at this many processes; returns the total so far."""
+        self.total += processes * max(now - self._since, 0.0)
+        self._since = now
+        return self.total
 
 
 def _ignore(report: Report) -> None:

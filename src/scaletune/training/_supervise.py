@@ -34,6 +34,19 @@ class Ending:
     status: JobStatus
     reason: str | None = None
     fault: Fault | None = None  # for a Failed ending: which kind
+    resize_to: int | None = None  # an elastic job ended the attempt to go on at this size
+
+
+@dataclass(frozen=True)
+class Resizing:
+    """An elastic job's new size, and why."""
+
+    size: int
+    reason: str
+
+
+# Asked at each stop check while an elastic job trains: a size to move to, or None.
+ResizeCheck = Callable[[], Resizing | None]
 
 
 @dataclass
@@ -41,6 +54,7 @@ class AttemptState:
     """What the controller learns while an attempt runs."""
 
     number: int
+    size: int  # its workers (not a TensorFlow chief or servers)
     last_step: int | None = None  # the highest step reported
     final_metrics: dict[str, float] = field(default_factory=dict)
     pending: list[MetricPoint] = field(default_factory=list)  # reports not yet in the store
@@ -69,6 +83,7 @@ def supervise(
     started: float,
     state: AttemptState,
     on_report: Callable[[Report], None],
+    resize: ResizeCheck | None = None,
 ) -> Ending:
     deadline = started + spec.max_runtime_seconds
     heartbeat_timeout = spec.retry.heartbeat_timeout_seconds
@@ -77,7 +92,7 @@ def supervise(
     stopping: Ending | None = None  # set once the workers were asked to stop
     grace_ends = float("inf")
     servers_told = False  # ParameterServerStrategy: the servers told that the chief is done
-    while len(finished) < spec.task_count:
+    while len(finished) < spec.tasks_at(state.size):
         now = clock.monotonic()
         failures: list[Failed | Exited] = []
         wait = min(timing.poll_seconds, max(min(deadline, grace_ends) - now, 0.0))
@@ -145,6 +160,9 @@ def supervise(
             )
         if now >= next_stop_check:
             next_stop_check = now + timing.stop_check_seconds
+            resizing = None if stopping is not None or resize is None else resize()
+            if resizing is not None:  # the workers save a checkpoint as they stop
+                stopping = Ending(JobStatus.STOPPED, resizing.reason, resize_to=resizing.size)
         if stopping is not None:
             # Ask first: a program that checks ends cleanly at its next step (saving a
             # checkpoint, where the job keeps them) and its workers stay warm.

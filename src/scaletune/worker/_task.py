@@ -83,6 +83,9 @@ class WorkerTask:
     # Workers that may train at once on this machine (a tuning job's parallel trials, all
     # their workers); None: this job's own workers alone. Sets `WorkerContext.threads`.
     concurrent_workers: int | None = None
+    # An elastic job: attempts may run at other sizes, so positions in the data must hold at
+    # any world size (the DNN walks one order of the whole channel).
+    elastic: bool = False
 
 
 class WorkerContext:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import itertools
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -21,7 +20,6 @@ from scaletune.worker import WorkerContext
 from ._checkpoint import STATE_FILE, Position, pack, rank_state, unpack
 from ._common import (
     LossTally,
-    Plan,
     backward,
     make_optimizer,
     micro_batch_loss,
@@ -104,14 +102,14 @@ def _train(run: DNNRun) -> tuple[nn.Module, int]:
     wrapped: nn.Module = model if ddp is None else ddp
     pace = pace_for(hyperparameters, world_size, plan.train_rows, plan.updates_per_epoch)
     update, progress = position.update, position.progress_or_update
+    if plan.elastic and not is_adaptive(hyperparameters):
+        # Updates at another size took other batches: the schedule goes on from the data
+        # behind the position, in this size's updates.
+        progress = plan.epochs_done(position) * plan.updates_per_epoch
     reached = pace.reached(position)
-    for epoch in itertools.count(position.epoch):
-        if reached >= pace.epochs:
-            break
-        skip = position.index if epoch == position.epoch else 0
-        for index, micro_batches in itertools.islice(
-            enumerate(plan.updates(run.train, epoch)), skip, None
-        ):
+    while reached < pace.epochs:
+        epoch = position.epoch
+        for index, micro_batches, seen in plan.walk(run.train, position):
             measuring = norms is not None and _measuring(run, update)
             if norms is not None:
                 norms.active = measuring
@@ -130,7 +128,7 @@ def _train(run: DNNRun) -> tuple[nn.Module, int]:
             optimizer.zero_grad(set_to_none=True)
             update += 1
             progress = pace.advance(progress, scale)
-            here = _next(pace.at(epoch, index + 1, update, progress), plan)
+            here = plan.close(pace.at(epoch, index + 1, update, progress), seen)
             closing = pace.reached(here) > reached
             if closing:
                 reached = pace.reached(here)
@@ -145,16 +143,12 @@ def _train(run: DNNRun) -> tuple[nn.Module, int]:
                 _save(run, model, optimizer, here, tally, noise)
             if stop:  # mid-epoch, the epoch under way is not reported as if it were whole
                 return model, reached if closing else reached + 1
-            if reached >= pace.epochs:
+            position = here
+            if reached >= pace.epochs or here.epoch != epoch:
                 break
+        else:  # an epoch with nothing left in it (resumed at its very end)
+            position = dataclasses.replace(position, epoch=epoch + 1, index=0, examples=0)
     return model, reached
-
-
-def _next(position: Position, plan: Plan) -> Position:
-    """A position at an epoch's last update is the next epoch's start."""
-    if position.index >= plan.updates_per_epoch:
-        return dataclasses.replace(position, epoch=position.epoch + 1, index=0)
-    return position
 
 
 def _close_epoch(
@@ -202,11 +196,25 @@ def _resume(
     state = unpack(checkpoints.load()[STATE_FILE])
     model.load_state_dict(state["model"])
     restore_optimizer(optimizer, state["optimizer"])
-    mine = state["ranks"][run.ctx.rank]
+    ranks = state["ranks"]
+    rank = run.ctx.rank
+    # Saved at another size (an elastic job resized): a rank new to the job starts from rank
+    # 0's estimates and RNG, and rank 0 carries the epoch's loss so far for every old rank.
+    mine = ranks[rank] if rank < len(ranks) else ranks[0]
     if noise is not None:
         noise.restore(mine["noise"])
     torch.set_rng_state(mine["torch_rng"])
-    return Position(**state["position"]), LossTally(mine["loss_total"], mine["loss_examples"])
+    tally = LossTally(mine["loss_total"], mine["loss_examples"])
+    if len(ranks) != run.ctx.world_size:
+        tally = (
+            LossTally(
+                sum(part["loss_total"] for part in ranks),
+                sum(part["loss_examples"] for part in ranks),
+            )
+            if rank == 0
+            else LossTally()
+        )
+    return Position(**state["position"]), tally
 
 
 def _save(

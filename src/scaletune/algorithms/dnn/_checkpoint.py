@@ -3,8 +3,9 @@
 A step is an optimiser update. The batch order is a function of (seed, epoch, rank), so the
 position in the shuffled order is (epoch, updates done in it): a resumed attempt skips that
 many updates of the epoch's order and goes on with the same batches an uninterrupted run
-would. Rank 0 saves; what differs per rank (its share of the epoch's loss, its gradient-noise
-estimates, its RNG) is gathered into the same file."""
+would (an elastic job's position counts rows instead, the same at any size). Rank 0 saves;
+what differs per rank (its share of the epoch's loss, its gradient-noise estimates, its RNG)
+is gathered into the same file."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ class Position:
     index: int  # updates already done in it
     update: int  # updates done in all
     progress: float | None = None  # with AdaScale, one worker's updates made (`_pace`)
+    examples: int | None = None  # an elastic job's: rows of the epoch taken (`_elastic_plan`)
 
     @classmethod
     def start(cls) -> Position:

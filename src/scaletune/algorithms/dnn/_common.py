@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +16,7 @@ from torch import nn
 from scaletune.data import Table
 
 from ._batches import batches_per_epoch, epoch_batches
+from ._checkpoint import Position
 from ._hyperparameters import DNNHyperparameters, OptimizerName
 
 EVAL_CHUNK = 4096
@@ -53,6 +56,30 @@ class Plan:
     @property
     def updates_per_epoch(self) -> int:
         return -(-self.batches_per_epoch // self.hyperparameters.gradient_accumulation_steps)
+
+    @property
+    def elastic(self) -> bool:
+        """Whether positions in the data hold at any cluster size (`ElasticPlan`)."""
+        return False
+
+    def walk(
+        self, shard: Examples, position: Position
+    ) -> Iterator[tuple[int, list[torch.Tensor], int | None]]:
+        """The rest of the position's epoch, update by update: its index in the epoch, its
+        micro-batches, and (elastic plans) the examples the workers have trained on after it."""
+        updates = itertools.islice(self.updates(shard, position.epoch), position.index, None)
+        for index, micro_batches in enumerate(updates, start=position.index):
+            yield index, micro_batches, None
+
+    def close(self, position: Position, seen: int | None) -> Position:
+        """The position after an update; one at the epoch's last update is the next's start."""
+        if position.index >= self.updates_per_epoch:
+            return dataclasses.replace(position, epoch=position.epoch + 1, index=0)
+        return position
+
+    def epochs_done(self, position: Position) -> float:
+        """Epochs of data behind this position, fractions included."""
+        return position.epoch - 1 + position.index / self.updates_per_epoch
 
     def updates(self, shard: Examples, epoch: int) -> Iterator[list[torch.Tensor]]:
         """Each update's micro-batches (row indices into the shard)."""
@@ -114,7 +141,11 @@ def set_learning_rate(optimizer: torch.optim.Optimizer, lr: float) -> None:
 def micro_batch_loss(
     model: nn.Module, shard: Examples, rows: torch.Tensor, micro_batches: int
 ) -> torch.Tensor:
-    """Mean loss of the micro-batch, divided so that summed micro-batch gradients average."""
+    """Mean loss of the micro-batch, divided so that summed micro-batch gradients average.
+    An empty one (an elastic epoch's last rows, fewer than its micro-batches) adds nothing,
+    but still takes part in the all-reduce."""
+    if rows.numel() == 0:
+        return sum((parameter.sum() * 0.0 for parameter in model.parameters()), torch.zeros(()))
     loss = functional.cross_entropy(model(shard.features[rows]), shard.labels[rows])
     return loss if micro_batches == 1 else loss / micro_batches
 

@@ -11,6 +11,7 @@ from scaletune.worker import WorkerContext
 
 from ._allreduce import train_allreduce
 from ._common import Examples, Plan, evaluate
+from ._elastic_plan import ElasticPlan
 from ._hyperparameters import DNNHyperparameters
 from ._model import ModelConfig, save_model
 from ._ps_training import train_parameter_server
@@ -26,14 +27,18 @@ def train_dnn(ctx: WorkerContext) -> None:
     allreduce = distribution.strategy is DistributionStrategy.ALLREDUCE
     # The parameter server exchanges weights as host memory: it trains on the CPU.
     device = _device(ctx.rank) if allreduce else torch.device("cpu")
-    train = ctx.channel("train")
+    # An elastic job's workers each hold the whole channel and take their rows of each
+    # epoch's order (`ElasticPlan`); others read their shard.
+    elastic = ctx.task.elastic
+    train = ctx.task.channels["train"].read(0, 1) if elastic else ctx.channel("train")
     assert train is not None  # every job has a train channel
+    plan_of = ElasticPlan if elastic else Plan
     validation = ctx.channel("validation") if ctx.is_chief else None
     test = ctx.channel("test") if ctx.is_chief else None
     run = DNNRun(
         ctx=ctx,
         hyperparameters=hyperparameters,
-        plan=Plan(
+        plan=plan_of(
             hyperparameters, seed, ctx.rank, ctx.world_size, ctx.task.channels["train"].n_rows()
         ),
         config=ModelConfig.for_job(hyperparameters, train.n_features),

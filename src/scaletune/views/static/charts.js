@@ -217,6 +217,11 @@
         lineChart(panel, name, m.steps, [{ label: name, values: m.values }], { yLabel: name });
       });
       node.dataset.points = String(points);  // what is drawn, for tests and curious readers
+      if (data.sizes) {  // an elastic job: its workers over time, a step at each resize
+        const panel = el("div", { class: "panel", "data-panel": "workers" }); node.appendChild(panel);
+        lineChart(panel, "workers", data.sizes.seconds, [{ label: "workers", values: data.sizes.workers, width: 2 }],
+          { xLabel: "seconds since the job started", yLabel: "workers", paths: uPlot.paths.stepped({ align: 1 }) });
+      }
     },
     "compare": function (node, data) {
       Object.entries(data.metrics).forEach(function ([name, m]) {

@@ -1,0 +1,92 @@
+"""The local backend's capacity: SCALETUNE_LOCAL_SLOTS as a number or a file that changes,
+and jobs that wait for free slots (or learn they never fit)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from scaletune.cluster import FixedSlots, LocalBackend, SlotsFile, WorkerGroup, slots_from
+from scaletune.cluster._slots import Unbounded
+from scaletune.errors import ClusterTooSmallError, InvalidInputError, LaunchAbandonedError
+from scaletune.worker import Finished
+from tests.cluster import programs
+from tests.cluster.test_local_backend import _collect, _tasks
+
+
+def test_the_variable_gives_no_bound_a_number_or_a_file(tmp_path: Path) -> None:
+    assert slots_from({}) == Unbounded()
+    assert slots_from({"SCALETUNE_LOCAL_SLOTS": " 3 "}) == FixedSlots(3)
+    (tmp_path / "slots").write_text("5\n")
+    slots = slots_from({"SCALETUNE_LOCAL_SLOTS": str(tmp_path / "slots")})
+    assert isinstance(slots, SlotsFile) and slots.total() == 5
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("many", "SCALETUNE_LOCAL_SLOTS='many': give a number of workers, or a file holding one"),
+        ("-1", "SCALETUNE_LOCAL_SLOTS='-1': give a number of workers, or a file holding one"),
+        ("FILE", "the file does not hold a whole number of workers"),
+    ],
+)
+def test_a_bad_value_names_itself(tmp_path: Path, value: str, expected: str) -> None:
+    (tmp_path / "slots").write_text("two")
+    value = value.replace("FILE", str(tmp_path / "slots"))
+    with pytest.raises(InvalidInputError, match=expected.replace("(", r"\(").replace(")", r"\)")):
+        slots_from({"SCALETUNE_LOCAL_SLOTS": value})
+
+
+def test_a_file_is_read_at_each_ask_and_a_bad_read_keeps_the_last_number(tmp_path: Path) -> None:
+    path = tmp_path / "slots"
+    path.write_text("4")
+    slots = SlotsFile(path)
+    assert slots.total() == 4
+    path.write_text("2")
+    assert slots.total() == 2
+    path.write_text("")  # caught half-written
+    assert slots.total() == 2
+    path.unlink()
+    assert slots.total() == 2
+
+
+def test_groups_take_slots_until_they_end_and_a_job_waits_for_room(tmp_path: Path) -> None:
+    path = tmp_path / "slots"
+    path.write_text("2")
+    with LocalBackend(warm_pool=False, slots=SlotsFile(path)) as backend:
+        assert backend.capacity() == 2
+        first = backend.launch(_tasks(programs.block_until_killed, 2, tmp_path))
+        assert backend.capacity() == 0
+        asked: list[int] = []
+
+        def give_up() -> str | None:
+            asked.append(1)
+            return "stop requested" if len(asked) >= 3 else None
+
+        with pytest.raises(LaunchAbandonedError, match="stop requested"):
+            backend.launch(_tasks(programs.report_three_steps, 1, tmp_path), abandon=give_up)
+        assert len(asked) == 3  # asked while it waited
+        placed: list[WorkerGroup] = []
+        waiting = threading.Thread(
+            target=lambda: placed.append(
+                backend.launch(_tasks(programs.report_three_steps, 1, tmp_path), abandon=None)
+            )
+        )
+        waiting.start()
+        path.write_text("3")  # a slot comes: the waiting job is placed
+        waiting.join(timeout=30)
+        assert not waiting.is_alive()
+        (second,) = placed
+        _collect(second, Finished, 1)
+        second.release()
+        first.kill()
+        assert backend.capacity() == 3
+
+
+def test_a_job_larger_than_a_fixed_number_of_slots_never_fits(tmp_path: Path) -> None:
+    with LocalBackend(warm_pool=False, slots=FixedSlots(2)) as backend:
+        with pytest.raises(ClusterTooSmallError, match="needs 3 workers at once but this machine"):
+            backend.launch(_tasks(programs.report_three_steps, 3, tmp_path))
+        assert backend.capacity() == 2  # nothing taken

@@ -1,0 +1,210 @@
+"""Elastic jobs with real workers and real kills: a job that loses capacity goes on with the
+workers left, grows back when capacity returns, and is recorded and billed at each size."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scaletune.api import Session
+from scaletune.cluster import Group, LocalBackend, SlotsFile
+from scaletune.spec import training_spec_from_dict
+from scaletune.store import JobStatus, TrainingJobRecord, resizes
+from scaletune.worker import Report
+from tests.conftest import pid_alive, pooled
+
+DIGITS = {"dataset": "digits"}
+BREAST_CANCER = {"dataset": "breast-cancer"}
+
+
+class Capacity:
+    """The slots this machine offers, as spot capacity that a test takes and gives back."""
+
+    def __init__(self, path: Path, slots: int) -> None:
+        self.path = path
+        self.set(slots)
+
+    def set(self, slots: int) -> None:
+        partial = self.path.with_suffix(".partial")
+        partial.write_text(str(slots))
+        partial.replace(self.path)  # never seen half-written
+
+
+@pytest.fixture(scope="module")
+def capacity(tmp_path_factory: pytest.TempPathFactory) -> Capacity:
+    return Capacity(tmp_path_factory.mktemp("slots") / "slots", 4)
+
+
+@pytest.fixture(scope="module")
+def elastic_backend(capacity: Capacity) -> Iterator[LocalBackend]:
+    with pooled(LocalBackend(max_idle_workers=4, slots=SlotsFile(capacity.path))) as backend:
+        yield backend
+
+
+@pytest.fixture
+def elastic(
+    store_path: Path, elastic_backend: LocalBackend, capacity: Capacity
+) -> Iterator[Session]:
+    capacity.set(4)
+    with Session(store_path, backend=elastic_backend) as opened:
+        yield opened
+
+
+class Script:
+    """What a test does as the job runs: at a report of some attempt, an action."""
+
+    def __init__(self) -> None:
+        self.groups: list[list[int]] = []  # each attempt's worker pids
+        self.actions: dict[tuple[int, int], Callable[[], None]] = {}
+
+    def at(self, attempt: int, step: int, action: Callable[[], None]) -> None:
+        self.actions[(attempt, step)] = action
+
+    def started(self, group: Group) -> None:
+        self.groups.append(group.pids)
+
+    def report(self, event: Report) -> None:
+        action = self.actions.pop((len(self.groups), event.step), None)
+        if action is not None:
+            action()
+
+    def kill(self, rank: int) -> Callable[[], None]:
+        return lambda: os.kill(self.groups[-1][rank], signal.SIGKILL)
+
+
+def _run(session: Session, raw: dict[str, Any], script: Script) -> TrainingJobRecord:
+    job = session.controller.prepare(training_spec_from_dict(raw))
+    return session.controller.run(job, on_started=script.started, on_report=script.report)
+
+
+def _dnn(epochs: int, **fields: Any) -> dict[str, Any]:
+    return {
+        "algorithm": "dnn",
+        "instance_count": {"min": 2, "max": 4},
+        "hyperparameters": {
+            "hidden_units": 32,
+            "batch_size": 16,
+            "learning_rate": 0.05,
+            "momentum": 0.9,
+            "epochs": epochs,
+            "lr_scaling": "sqrt",
+        },
+        "channels": {"train": DIGITS, "validation": DIGITS},
+        "checkpoint": {"every_steps": 5, "every_seconds": None},
+        **fields,
+    }
+
+
+def test_a_dnn_job_that_loses_a_worker_goes_on_with_three_then_grows_back_to_four(
+    elastic: Session, capacity: Capacity
+) -> None:
+    script = Script()
+
+    def preempt() -> None:  # a machine goes away: its slot, and the worker on it
+        capacity.set(3)
+        script.kill(3)()
+
+    script.at(1, 2, preempt)
+    script.at(2, 4, lambda: capacity.set(4))  # a machine comes back
+    record = _run(elastic, _dnn(epochs=10), script)
+
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    attempts = elastic.store.attempts.of(record.id)
+    assert [a.size for a in attempts] == [4, 3, 4]
+    assert [a.status for a in attempts] == [
+        JobStatus.FAILED,
+        JobStatus.STOPPED,
+        JobStatus.COMPLETED,
+    ]
+    changes = resizes(attempts)
+    assert [(c.from_size, c.to_size) for c in changes] == [(4, 3), (3, 4)]
+    assert changes[0].reason == "worker 3 exited unexpectedly (killed by SIGKILL)"
+    assert changes[1].reason == "resized to 4 workers: room for more"
+    # Each attempt goes on from the checkpoint the one before it left (the grow saves one as
+    # it stops), none from the start.
+    assert attempts[1].resumed_from_step is not None and attempts[2].resumed_from_step
+    assert attempts[2].resumed_from_step >= attempts[1].resumed_from_step
+    # Every epoch reported once, in order: nothing duplicated across the resizes.
+    steps = [p.step for p in elastic.store.metrics(record.id, "validation:accuracy")]
+    assert steps == list(range(1, 11))
+    assert record.final_metrics["validation:accuracy"] > 0.9
+    # Billed per period at its size: between three and four workers' worth of the wall time.
+    wall = record.wall_seconds or 0.0
+    assert 3 * wall < (record.billable_seconds or 0.0) < 4 * wall
+    assert not any(pid_alive(pid) for pid in script.groups[0][3:])  # the killed one is gone
+
+
+def _xgboost(**fields: Any) -> dict[str, Any]:
+    return {
+        "algorithm": "xgboost",
+        "instance_count": {"min": 1, "max": 3},
+        "hyperparameters": {"num_round": 12, "max_depth": 3, "eval_metric": "auc"},
+        "channels": {"train": BREAST_CANCER, "validation": BREAST_CANCER},
+        "checkpoint": {"every_steps": 4, "every_seconds": None},
+        **fields,
+    }
+
+
+def test_an_xgboost_job_shrunk_by_a_lost_worker_ends_with_the_fixed_size_auc(
+    elastic: Session, capacity: Capacity
+) -> None:
+    plain = _run(elastic, _xgboost(instance_count=3), Script())
+    script = Script()
+
+    def preempt() -> None:
+        capacity.set(2)
+        script.kill(2)()
+
+    script.at(1, 6, preempt)
+    record = _run(elastic, _xgboost(), script)
+
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    attempts = elastic.store.attempts.of(record.id)
+    assert [a.size for a in attempts] == [3, 2]
+    resumed = attempts[1].resumed_from_step  # the killed worker's peers may pass round 8
+    assert resumed is not None and resumed % 4 == 0
+    assert [p.step for p in elastic.store.metrics(record.id, "train:auc")] == list(range(1, 13))
+    assert record.final_metrics["validation:auc"] == pytest.approx(
+        plain.final_metrics["validation:auc"], abs=1e-3
+    )
+
+
+def test_a_size_asked_for_by_hand_is_taken_at_the_next_checkpoint(elastic: Session) -> None:
+    script = Script()
+    job_ids: list[str] = []
+
+    def ask_for_two() -> None:  # as `scaletune jobs resize ID 2` does
+        elastic.store.request_size(job_ids[0], 2)
+
+    script.at(1, 3, ask_for_two)
+    job = elastic.controller.prepare(training_spec_from_dict(_dnn(epochs=10)))
+    job_ids.append(job.id)
+    record = elastic.controller.run(job, on_started=script.started, on_report=script.report)
+
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    assert record.requested_size == 2
+    changes = resizes(elastic.store.attempts.of(record.id))
+    assert [(c.from_size, c.to_size, c.reason) for c in changes] == [
+        (4, 2, "resized to 2 workers: asked for (jobs resize)")
+    ]
+    steps = [p.step for p in elastic.store.metrics(record.id, "validation:accuracy")]
+    assert steps == list(range(1, 11))
+
+
+def test_fewer_slots_than_the_fewest_workers_waits_then_fails_with_the_reason(
+    elastic: Session, capacity: Capacity
+) -> None:
+    capacity.set(1)
+    raw = _xgboost(instance_count={"min": 2, "max": 3}, retry={"placement_timeout_seconds": 1})
+    record = _run(elastic, raw, Script())
+    assert record.status is JobStatus.FAILED
+    assert record.failure_reason == (
+        "2 workers (its fewest) could not be placed within retry.placement_timeout_seconds=1"
+    )
+    attempts = elastic.store.attempts.of(record.id)
+    assert len(attempts) == 1 and attempts[0].workers == ()  # never placed, not retried
