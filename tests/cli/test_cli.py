@@ -193,6 +193,20 @@ def test_jobs_stop_stops_a_running_job(
     assert (record.status.value, record.failure_reason) == ("Stopped", "stop requested")
 
 
+def test_train_starts_an_elastic_job_at_the_size_the_machines_slots_allow(
+    store_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SCALETUNE_LOCAL_SLOTS", "1")
+    job = str(EXAMPLES / "xgboost-csv.toml")
+    code, out, err = _cli(capsys, "train", job, "--set", "instance_count={min=1,max=2}")
+    assert code == 0
+    assert "1 to 2 workers (elastic), xgboost" in err
+    assert "1 to 2 (elastic), 1 at first" in out
+    monkeypatch.setenv("SCALETUNE_LOCAL_SLOTS", "one")
+    code, _, err = _cli(capsys, "train", job)
+    assert code == 2 and "SCALETUNE_LOCAL_SLOTS='one': give a number of workers" in err
+
+
 def test_jobs_resize_asks_an_elastic_job_for_a_size_within_its_range(
     session: Session, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -347,7 +347,12 @@ def _run_prepared(
     with contextlib.closing(backend), Session(store, backend=backend) as session:
         job = prepare(session.controller)
         spec = job.spec
-        title = f"job {job.id}: {spec.instance_count} worker(s), {spec.algorithm}"
+        workers = (
+            f"{spec.min_workers} to {spec.instance_count} workers (elastic)"
+            if spec.elastic
+            else f"{spec.instance_count} worker(s)"
+        )
+        title = f"job {job.id}: {workers}, {spec.algorithm}"
         if not json_output:
             err.print(title, highlight=False)
         stop = Stopper()
