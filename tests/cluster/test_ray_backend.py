@@ -120,8 +120,18 @@ def test_a_tuning_job_of_8_trials_on_2_workers_each(
     assert set(summary.to_json_dict()) >= {"best_objective", "billable_seconds", "job_counts"}
     for trial in trials:  # a promoted trial went on from its pause on fresh Ray actors
         attempts = ray_session.store.attempts.of(trial.id)
-        assert all(a.status is JobStatus.PAUSED for a in attempts[:-1])
-        assert all(a.resumed_from_step for a in attempts[1:])
+        # Said in full when it fails. A known defect (issue 35's note, 2026-12-03): a trial
+        # whose workers finish all 27 rounds before the pause reaches them is recorded Paused
+        # with no checkpoint, and its promotion runs it again from the start.
+        seen = [
+            (a.number, a.status.value, a.resumed_from_step, a.steps_redone, a.reason)
+            for a in attempts
+        ]
+        assert all(a.status is JobStatus.PAUSED for a in attempts[:-1]), seen
+        assert all(a.resumed_from_step for a in attempts[1:]), (
+            seen,
+            ray_session.store.metrics(trial.id, "train:logloss")[-3:],
+        )
 
 
 def test_population_based_training_on_ray_copies_checkpoints_between_trials(
