@@ -53,20 +53,10 @@ class Trace:
         return sorted(events)
 
 
-class Capacity:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def set(self, slots: int) -> None:
-        partial = self.path.with_suffix(".partial")
-        partial.write_text(str(slots))
-        partial.replace(self.path)
-
-
 class Replay:
     """Plays a trace against one running job: slots taken and given back, workers killed."""
 
-    def __init__(self, trace: Trace, capacity: Capacity, most: int) -> None:
+    def __init__(self, trace: Trace, capacity: SlotsFile, most: int) -> None:
         self.trace, self.capacity, self.most = trace, capacity, most
         self.groups: list[tuple[float, list[int]]] = []  # (when placed, pids)
         self.kills: list[float] = []
@@ -87,9 +77,9 @@ class Replay:
             if self._done.wait(max(self._began + offset - time.monotonic(), 0.0)):
                 return
             if kind == "return":
-                self.capacity.set(self.most)
+                self.capacity.write(self.most)
                 continue
-            self.capacity.set(self.most - 1)
+            self.capacity.write(self.most - 1)
             pids = self.groups[-1][1]
             victim = pids[rng.randrange(len(pids))]
             try:
@@ -102,7 +92,7 @@ class Replay:
         self._done.set()
         if self._thread.is_alive():
             self._thread.join()
-        self.capacity.set(self.most)
+        self.capacity.write(self.most)
 
     def back_after(self) -> list[float]:
         """For each kill, the seconds until a group was placed again."""
@@ -227,10 +217,10 @@ def main() -> None:
         ]
     ]
     with tempfile.TemporaryDirectory() as scratch:
-        capacity = Capacity(Path(scratch) / "slots")
+        capacity = SlotsFile(Path(scratch) / "slots")
         for name, (make, most, elastic_size, metrics) in jobs.items():
-            capacity.set(most)
-            backend = LocalBackend(slots=SlotsFile(capacity.path))
+            capacity.write(most)
+            backend = LocalBackend(slots=capacity)
             runs: dict[str, dict[str, Any]] = {}
             with Session(Path(scratch) / "store.db", backend=backend) as session:
                 backend.prestart(most)

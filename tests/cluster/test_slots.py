@@ -50,6 +50,8 @@ def test_a_file_is_read_at_each_ask_and_a_bad_read_keeps_the_last_number(tmp_pat
     assert slots.total() == 2
     path.unlink()
     assert slots.total() == 2
+    slots.write(5)  # as a user should: aside, then renamed into place
+    assert slots.total() == 5 and list(tmp_path.iterdir()) == [path]
 
 
 def test_groups_take_slots_until_they_end_and_a_job_waits_for_room(tmp_path: Path) -> None:

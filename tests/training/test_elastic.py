@@ -22,35 +22,25 @@ DIGITS = {"dataset": "digits"}
 BREAST_CANCER = {"dataset": "breast-cancer"}
 
 
-class Capacity:
+@pytest.fixture(scope="module")
+def capacity(tmp_path_factory: pytest.TempPathFactory) -> SlotsFile:
     """The slots this machine offers, as spot capacity that a test takes and gives back."""
-
-    def __init__(self, path: Path, slots: int) -> None:
-        self.path = path
-        self.set(slots)
-
-    def set(self, slots: int) -> None:
-        partial = self.path.with_suffix(".partial")
-        partial.write_text(str(slots))
-        partial.replace(self.path)  # never seen half-written
+    slots = SlotsFile(tmp_path_factory.mktemp("slots") / "slots")
+    slots.write(4)
+    return slots
 
 
 @pytest.fixture(scope="module")
-def capacity(tmp_path_factory: pytest.TempPathFactory) -> Capacity:
-    return Capacity(tmp_path_factory.mktemp("slots") / "slots", 4)
-
-
-@pytest.fixture(scope="module")
-def elastic_backend(capacity: Capacity) -> Iterator[LocalBackend]:
-    with pooled(LocalBackend(max_idle_workers=4, slots=SlotsFile(capacity.path))) as backend:
+def elastic_backend(capacity: SlotsFile) -> Iterator[LocalBackend]:
+    with pooled(LocalBackend(max_idle_workers=4, slots=capacity)) as backend:
         yield backend
 
 
 @pytest.fixture
 def elastic(
-    store_path: Path, elastic_backend: LocalBackend, capacity: Capacity
+    store_path: Path, elastic_backend: LocalBackend, capacity: SlotsFile
 ) -> Iterator[Session]:
-    capacity.set(4)
+    capacity.write(4)
     with Session(store_path, backend=elastic_backend) as opened:
         yield opened
 
@@ -101,16 +91,16 @@ def _dnn(epochs: int, **fields: Any) -> dict[str, Any]:
 
 
 def test_a_dnn_job_that_loses_a_worker_goes_on_with_three_then_grows_back_to_four(
-    elastic: Session, capacity: Capacity
+    elastic: Session, capacity: SlotsFile
 ) -> None:
     script = Script()
 
     def preempt() -> None:  # a machine goes away: its slot, and the worker on it
-        capacity.set(3)
+        capacity.write(3)
         script.kill(3)()
 
     script.at(1, 2, preempt)
-    script.at(2, 4, lambda: capacity.set(4))  # a machine comes back
+    script.at(2, 4, lambda: capacity.write(4))  # a machine comes back
     record = _run(elastic, _dnn(epochs=10), script)
 
     assert record.status is JobStatus.COMPLETED, record.failure_reason
@@ -151,13 +141,13 @@ def _xgboost(**fields: Any) -> dict[str, Any]:
 
 
 def test_an_xgboost_job_shrunk_by_a_lost_worker_ends_with_the_fixed_size_auc(
-    elastic: Session, capacity: Capacity
+    elastic: Session, capacity: SlotsFile
 ) -> None:
     plain = _run(elastic, _xgboost(instance_count=3), Script())
     script = Script()
 
     def preempt() -> None:
-        capacity.set(2)
+        capacity.write(2)
         script.kill(2)()
 
     script.at(1, 6, preempt)
@@ -197,9 +187,9 @@ def test_a_size_asked_for_by_hand_is_taken_at_the_next_checkpoint(elastic: Sessi
 
 
 def test_fewer_slots_than_the_fewest_workers_waits_then_fails_with_the_reason(
-    elastic: Session, capacity: Capacity
+    elastic: Session, capacity: SlotsFile
 ) -> None:
-    capacity.set(1)
+    capacity.write(1)
     raw = _xgboost(instance_count={"min": 2, "max": 3}, retry={"placement_timeout_seconds": 1})
     record = _run(elastic, raw, Script())
     assert record.status is JobStatus.FAILED

@@ -44,6 +44,12 @@ class SlotsFile:
     path: Path
     _last: int | None = field(default=None, repr=False)
 
+    def write(self, count: int) -> None:
+        """Set the capacity: written aside, then renamed into place, never seen half-written."""
+        partial = self.path.with_name(f".{self.path.name}.partial")
+        partial.write_text(str(count), encoding="utf-8")
+        partial.replace(self.path)
+
     def total(self) -> int | None:
         with contextlib.suppress(OSError, InvalidInputError):
             self._last = _count(self.path.read_text(encoding="utf-8").strip(), str(self.path))
