@@ -52,11 +52,15 @@ def _on(session: Session, spec: TrainingJobSpec) -> TrainingJobSpec:
 
 
 def _run(
-    session: Session, spec: TrainingJobSpec, program: WorkerProgram | None = None
+    session: Session,
+    spec: TrainingJobSpec,
+    program: WorkerProgram | None = None,
+    *,
+    tracker: bool = True,
 ) -> TrainingJobRecord:
     job = session.controller.prepare(_on(session, spec))
     if program is not None:
-        job = dataclasses.replace(job, algorithm=_ProgramOverride(program))
+        job = dataclasses.replace(job, algorithm=_ProgramOverride(program, tracker=tracker))
     return session.controller.run(job)
 
 
@@ -144,7 +148,7 @@ def test_a_program_that_ignores_the_stop_is_ended(backend_session: Session) -> N
 
 
 def test_what_workers_print_reaches_the_jobs_log(backend_session: Session) -> None:
-    record = _run(backend_session, xgboost_spec(), programs.report_three_steps)
+    record = _run(backend_session, xgboost_spec(), programs.report_three_steps, tracker=False)
     assert record.status is JobStatus.COMPLETED, record.failure_reason
     for rank in range(3):
         log = (Path(record.log_dir or "") / f"worker-{rank}.log").read_text()

@@ -330,7 +330,7 @@ def test_a_tuning_jobs_thread_share_holds_on_this_machine_but_not_on_a_running_c
     def told() -> list[float]:
         job = dataclasses.replace(
             ray_session.controller.prepare(_spec()),
-            algorithm=_ProgramOverride(programs.report_thread_share),
+            algorithm=_ProgramOverride(programs.report_thread_share, tracker=False),
             concurrent_workers=6,  # as a tuning job's runner says: 2 trials of 3 at once
         )
         record = ray_session.controller.run(job)

@@ -15,7 +15,7 @@ from scaletune.api import Session
 from scaletune.errors import InvalidInputError
 from scaletune.spec import TrainingJobSpec, training_spec_from_dict
 from scaletune.store import JobStatus, TrainingJobRecord
-from scaletune.training import reconcile_orphan
+from scaletune.training import Stopper, reconcile_orphan
 from scaletune.worker import WorkerProgram
 from tests.cluster import programs
 from tests.conftest import pid_alive, wait_until
@@ -34,12 +34,20 @@ def _spec(**fields: Any) -> TrainingJobSpec:
 
 
 class _ProgramOverride(XGBoostAlgorithm):
-    def __init__(self, program: WorkerProgram) -> None:
+    """An XGBoost job whose workers run another program. `tracker=False` for a stand-in that
+    never meets XGBoost's tracker: one started would hold a completed job 10 s at its end,
+    waiting for workers that never came."""
+
+    def __init__(self, program: WorkerProgram, *, tracker: bool = True) -> None:
         self._program = program
+        self._tracker = tracker
 
     @property
     def program(self) -> WorkerProgram:
         return self._program
+
+    def wants_xgboost_tracker(self, spec: TrainingJobSpec) -> bool:
+        return self._tracker and super().wants_xgboost_tracker(spec)
 
 
 def _run_in_thread(session: Session, spec: TrainingJobSpec, program: WorkerProgram | None = None):
@@ -67,6 +75,33 @@ def test_a_completed_job_is_recorded_with_billing_and_model(session: Session) ->
     assert set(record.final_metrics) == {"train:auc", "validation:auc"}
     assert [p.step for p in session.store.metrics(job.id, "validation:auc")] == [1, 2, 3, 4, 5]
     assert (Path(record.artifact or "") / "xgboost-model.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("program", "status"),
+    [
+        (programs.finish_as_the_stop_arrives, JobStatus.COMPLETED),
+        (programs.report_until_stopped, JobStatus.PAUSED),
+    ],
+    ids=["ran-to-its-end", "stopped-by-it"],
+)
+def test_a_pause_holds_only_if_the_program_stopped_for_it(
+    session: Session, program: WorkerProgram, status: JobStatus
+) -> None:
+    job = session.controller.prepare(_spec(instance_count=2))
+    job = dataclasses.replace(job, algorithm=_ProgramOverride(program, tracker=False))
+    stop = Stopper()
+    result: list[TrainingJobRecord] = []
+    thread = threading.Thread(target=lambda: result.append(session.controller.run(job, stop)))
+    thread.start()
+    wait_until(lambda: bool(session.store.metrics(job.id)))
+    stop.request(JobStatus.PAUSED, "paused at a rung")
+    thread.join(60)
+    record = result[0]
+    assert record.status is status, record.failure_reason
+    # Completed, it is complete: its model is published, and no promotion runs it again.
+    finished = Path(record.artifact or "") / "finished.txt"
+    assert finished.exists() is (status is JobStatus.COMPLETED)
 
 
 def test_a_raising_worker_fails_the_job_and_ends_the_others(session: Session) -> None:

@@ -320,7 +320,8 @@ def test_promotion_pauses_trials_and_resumes_them_from_their_checkpoints(
 class _ReportThreadShare(TrainingController):
     def prepare(self, spec: TrainingJobSpec, **kwargs: Any) -> PreparedJob:
         job = super().prepare(spec, **kwargs)
-        return dataclasses.replace(job, algorithm=_ProgramOverride(programs.report_thread_share))
+        program = _ProgramOverride(programs.report_thread_share, tracker=False)
+        return dataclasses.replace(job, algorithm=program)
 
 
 def test_parallel_trials_share_the_cores_instead_of_each_taking_every_core(

@@ -124,12 +124,13 @@ def _run(
         )
         try:
             with _model_folder(task) as staged:
-                staged.program(WorkerContext(staged, send, stop_signal))
+                context = WorkerContext(staged, send, stop_signal)
+                staged.program(context)
         except BaseException as exc:  # the job fails with this worker's error, whatever it is
             trace = traceback.format_exc()
             print(trace, file=sys.stderr, flush=True)
             return Failed(task.rank, f"{type(exc).__name__}: {exc}", trace)
-    return Finished(task.rank)
+    return Finished(task.rank, stopped=context.stop_seen)
 
 
 @contextlib.contextmanager

@@ -89,6 +89,7 @@ def supervise(
     heartbeat_timeout = spec.retry.heartbeat_timeout_seconds
     next_stop_check = next_flush = clock.monotonic()
     finished: set[int] = set()
+    cut_short = False  # a worker's program ended because it was asked to
     stopping: Ending | None = None  # set once the workers were asked to stop
     grace_ends = float("inf")
     servers_told = False  # ParameterServerStrategy: the servers told that the chief is done
@@ -120,6 +121,7 @@ def supervise(
                 append_log(log_path, event)
             elif isinstance(event, Finished):
                 finished.add(event.rank)
+                cut_short = cut_short or event.stopped
             elif isinstance(event, Failed | Exited):
                 failures.append(event)
         if spec.tensorflow_parameter_server and 0 in finished and not servers_told:
@@ -168,7 +170,9 @@ def supervise(
             # checkpoint, where the job keeps them) and its workers stay warm.
             group.request_stop()
             grace_ends = now + (stop.grace_seconds or timing.stop_grace_seconds)
-    return stopping or Ending(JobStatus.COMPLETED)
+    # A program that ran to its end before it saw the stop is complete, model and all: a trial
+    # paused at a rung after its last step (a race with fast rounds) is not paused unsaved.
+    return stopping if stopping is not None and cut_short else Ending(JobStatus.COMPLETED)
 
 
 def _with_root_cause(

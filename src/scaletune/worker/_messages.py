@@ -22,6 +22,9 @@ class Report:
 @dataclass(frozen=True)
 class Finished:
     rank: int
+    # The program saw a stop request before it returned: its work may be unfinished. False
+    # for one that ran to its end, even if a stop was asked meanwhile (too late to matter).
+    stopped: bool = False
 
 
 @dataclass(frozen=True)

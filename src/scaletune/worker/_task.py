@@ -100,6 +100,7 @@ class WorkerContext:
         self.task = task
         self._send = send
         self._stop_signal = stop_signal  # how a backend without the stop file asks (Ray)
+        self.stop_seen = False  # stop_requested() said yes: the program may end unfinished
         plan = task.checkpoint
         self._reported_step = None if plan is None else plan.resume_reported_step
         self.checkpoints = (
@@ -112,9 +113,10 @@ class WorkerContext:
         """The controller asks this task to end at its next step (early stopping, a stop, the
         time limit). Programs that check it end cleanly, save what they have, and their
         workers stay warm; programs that do not are killed after a grace period."""
-        if self._stop_signal is not None and self._stop_signal():
-            return True
-        return self.task.stop_file is not None and self.task.stop_file.exists()
+        asked = self._stop_signal is not None and self._stop_signal()
+        asked = asked or (self.task.stop_file is not None and self.task.stop_file.exists())
+        self.stop_seen = self.stop_seen or asked
+        return asked
 
     @property
     def rank(self) -> int:
