@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
+import threading
+import time
 from typing import Any
 
 from scaletune.worker import Rendezvous
 
 LOOPBACK = "127.0.0.1"
+# XGBoost 3.2's tracker can miss a stop that arrives as its accept loop (re)starts and then
+# wait forever: freed before its loop is ready, the stop is a no-op; freed between arming its
+# poll and polling, it polls a closed descriptor that another thread's new socket may reuse.
+# So a tracker is freed once its loop has had time to start (not by worker_args(), which waits
+# forever on a loop that has ended), and never waited on past FREE_WAIT_SECONDS.
+SETTLE_SECONDS = 0.2
+FREE_WAIT_SECONDS = 5.0
+
+log = logging.getLogger(__name__)
 
 
 def free_port(host: str = LOOPBACK) -> int:
@@ -49,9 +61,11 @@ class GroupRendezvous:
         collective_timeout_seconds: float,
     ) -> None:
         self._tracker: Any = None
+        self._tracker_started = 0.0
         tracker_args: dict[str, str | int] = {}
         if xgboost_tracker:
             self._tracker, port = _start_xgboost_tracker(world_size, host)
+            self._tracker_started = time.monotonic()
             # The same keys tracker.worker_args() gives, which waits ~100 ms for the tracker.
             tracker_args = {"dmlc_tracker_uri": host, "dmlc_tracker_port": port}
         self.info = Rendezvous(
@@ -72,5 +86,20 @@ class GroupRendezvous:
         with contextlib.suppress(Exception):
             if completed:
                 tracker.wait_for(10)
-        with contextlib.suppress(Exception):
-            tracker.free()
+        settled = self._tracker_started + SETTLE_SECONDS - time.monotonic()
+        if settled > 0:
+            time.sleep(settled)
+        freeing = threading.Thread(target=_free, args=(tracker,), name="xgboost-tracker-free")
+        freeing.daemon = True  # one that hangs must not hold the process at exit
+        freeing.start()
+        freeing.join(FREE_WAIT_SECONDS)
+        if freeing.is_alive():
+            log.warning(
+                "scaletune: XGBoost's tracker did not stop within %gs; it ends with this process",
+                FREE_WAIT_SECONDS,
+            )
+
+
+def _free(tracker: Any) -> None:
+    with contextlib.suppress(Exception):
+        tracker.free()
