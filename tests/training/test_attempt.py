@@ -52,6 +52,9 @@ def test_an_elastic_job_waiting_for_room_takes_a_smaller_size_once_capacity_goes
     fits[0] = 3
     assert wait() == "resized to 3 workers: room for 4 went while they waited"
     assert wait.resize_to == 3 and not wait.timed_out
+    # It waits on, in the same attempt, for the smaller size, which fits.
+    assert wait.shrink() == 3 and wait.resize_to is None
+    assert wait() is None
 
 
 def test_waiting_past_the_placement_timeout_fails_the_job(session: Session) -> None:

@@ -148,6 +148,12 @@ class RoomWait:
         self.timed_out = False  # placement_timeout_seconds passed: the job fails
         self.resize_to: int | None = None  # capacity went while it waited: a smaller size
 
+    def shrink(self) -> int:
+        """Wait on for the smaller size it gave up for (same deadlines); that size."""
+        assert self.resize_to is not None
+        self._size, self.resize_to = self.resize_to, None
+        return self._size
+
     def __call__(self) -> str | None:
         store, clock = self._store, self._clock
         if not self.waited:

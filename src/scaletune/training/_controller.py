@@ -408,27 +408,32 @@ class TrainingController:
         """Place the workers, watch them to the end; what breaks becomes the attempt's Ending."""
         placeable = (lambda: self._placeable(job)) if job.spec.elastic else None
         wait = RoomWait(self.store, self.clock, job, stop, started, state.size, placeable)
-        try:
-            tasks, live.rendezvous = worker_tasks(
-                job,
-                staging,
-                shards,
-                resume,
-                state.number,
-                self.backend.rendezvous_host,
-                state.size,
-            )
-            live.group = self.backend.launch(tasks, job.spec.cluster, abandon=wait)
-        except LaunchAbandonedError as exc:  # stopped while waiting for room
-            if wait.timed_out:  # waiting longer would not help: no retry either
+        while live.group is None:
+            try:
+                tasks, live.rendezvous = worker_tasks(
+                    job,
+                    staging,
+                    shards,
+                    resume,
+                    state.number,
+                    self.backend.rendezvous_host,
+                    state.size,
+                )
+                live.group = self.backend.launch(tasks, job.spec.cluster, abandon=wait)
+            except LaunchAbandonedError as exc:  # stopped while waiting for room
+                if wait.resize_to is not None:  # room went meanwhile: the same attempt, smaller
+                    live.end(completed=False)
+                    state.size = wait.shrink()
+                    continue
+                if wait.timed_out:  # waiting longer would not help: no retry either
+                    return Ending(JobStatus.FAILED, str(exc), Fault.CONFIGURATION)
+                return Ending(stop.status if stop.is_set() else JobStatus.STOPPED, str(exc))
+            except ClusterTooSmallError as exc:  # no retry would fit either
                 return Ending(JobStatus.FAILED, str(exc), Fault.CONFIGURATION)
-            if wait.resize_to is not None:
-                return Ending(JobStatus.STOPPED, str(exc), resize_to=wait.resize_to)
-            return Ending(stop.status if stop.is_set() else JobStatus.STOPPED, str(exc))
-        except ClusterTooSmallError as exc:  # no retry would fit either
-            return Ending(JobStatus.FAILED, str(exc), Fault.CONFIGURATION)
-        except (WorkerStartError, OSError) as exc:  # a worker or a port that would not start
-            return Ending(JobStatus.FAILED, f"workers did not start: {exc}", Fault.INFRASTRUCTURE)
+            except (WorkerStartError, OSError) as exc:  # a worker or a port that did not start
+                return Ending(
+                    JobStatus.FAILED, f"workers did not start: {exc}", Fault.INFRASTRUCTURE
+                )
         if wait.waited:
             self.store.set_waiting(job.id, None)  # placed at last
         self.store.attempts.set_workers(job.id, state.number, live.group.locations)
