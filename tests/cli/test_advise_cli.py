@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from scaletune.store import Store
+from tests.advice.test_advise import _elastic_run
 from tests.cli.test_cli import EXAMPLES, _cli
 
 
@@ -29,6 +30,8 @@ def test_advice_from_the_job_alone_then_after_a_probe(
     assert [p["instance_count"] for p in alone["predictions"]] == [1, 2, 3, 4]
     assert [p["measured_size"] for p in alone["predictions"]] == [False, True, False, False]
     assert alone["recommended_instance_count"] in (1, 2, 3, 4)
+    elastic = alone["recommended_elastic_range"]
+    assert 1 <= elastic["min"] <= elastic["max"] == alone["recommended_instance_count"]
     assert 1 <= alone["steps_to_quality"] <= 50
     # XGBoost: the same rounds on every size.
     assert {p["steps"] for p in alone["predictions"]} == {alone["steps_to_quality"]}
@@ -77,3 +80,16 @@ def test_bad_advice_requests_exit_2_with_one_line(
     code, _, err = _cli(capsys, "advise", *(a.format(job=trained) for a in args))
     assert code == 2
     assert expected in err and len(err.strip().splitlines()) == 1
+
+
+def test_advice_on_an_elastic_run_names_the_range_to_ask_for(
+    store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 30 steps on 3 workers, 10 on 2 after a resize: cheapest on 1, fastest within 1.5x on 2.
+    store_path.parent.mkdir(parents=True)
+    with Store(f"sqlite:///{store_path}") as store:
+        job = _elastic_run(store, [(3, 30, 0.3), (2, 10, 0.4)])
+    code, out, _ = _cli(capsys, "advise", job)
+    assert code == 0
+    assert "- as an elastic job: instance_count = { min = 1, max = 2 }" in out
+    assert "0.4 s on 2 (the same run, resized)" in out

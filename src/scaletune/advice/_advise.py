@@ -5,8 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scaletune.advice._measure import RunMeasure, first_reaching, lower_is_better, measure_run
-from scaletune.advice._predict import Advice, predict
+from scaletune.advice._measure import (
+    RunMeasure,
+    first_reaching,
+    lower_is_better,
+    measure_run,
+    measure_sizes,
+)
+from scaletune.advice._predict import Advice, elastic_range, predict
 from scaletune.diagnostics import GNS_METRIC
 from scaletune.errors import InvalidInputError
 from scaletune.spec import AlgorithmName, TrainingJobSpec
@@ -49,19 +55,22 @@ def advise_job(
         )
     maximize = not lower_is_better(metric) if maximize is None else maximize
     series = store.metrics(job_id, metric)
-    base = _measure(store, record, metric)
+    spec = _spec(record)
+    extra_tasks = spec.task_count - spec.instance_count
+    # An elastic run that changed size measured each size: the one it ran longest at is its
+    # own, the others count as probes.
+    base, *resized = measure_sizes(record, series, store.attempts.of(job_id), extra_tasks)
     quality = series[-1].value
     reached = first_reaching(series, quality, maximize, tolerance)
     assert reached is not None  # its own last value reaches itself
-    probes = [_measure(store, store.get_training_job(p), metric) for p in probe_ids]
-    spec = _spec(record)
+    probes = [*resized, *(_measure(store, store.get_training_job(p), metric) for p in probe_ids)]
     noise_scale, batch = _noise_scale(record, [store.get_training_job(p) for p in probe_ids])
     predictions, recommended, basis = predict(
         base,
         reached.step,
         probes,
         max_workers=max_workers or max(4, 2 * record.instance_count, *(p.workers for p in probes)),
-        extra_tasks=spec.task_count - spec.instance_count,
+        extra_tasks=extra_tasks,
         noise_scale=noise_scale,
         per_worker_batch=batch,
         max_cost_ratio=max_cost_ratio,
@@ -74,6 +83,7 @@ def advise_job(
         predictions=predictions,
         recommended=recommended,
         max_cost_ratio=max_cost_ratio,
+        elastic_range=elastic_range(predictions, recommended, max_cost_ratio),
         basis=[f"{metric} {quality:.6g} first reached at step {reached.step}", *basis],
         probes=list(probe_ids),
     )

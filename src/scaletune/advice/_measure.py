@@ -1,16 +1,17 @@
 """What one finished run measured about its own speed: its time per step, the time outside
 its steps (starting workers, loading data, saving the model), and when its quality metric
-first reached a value."""
+first reached a value. An elastic run that changed size measured each size it ran at."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scaletune.errors import InvalidInputError
-from scaletune.store import JobStatus, MetricPoint, TrainingJobRecord
+from scaletune.store import AttemptRecord, JobStatus, MetricPoint, TrainingJobRecord
 
 # Metric names (after "train:" / "validation:") where lower is better; any other is maximised.
 _LOWER_IS_BETTER = ("loss", "logloss", "mlogloss", "error", "merror", "rmse", "mae", "mape")
@@ -34,21 +35,8 @@ class RunMeasure:
 def measure_run(record: TrainingJobRecord, series: Sequence[MetricPoint], tasks: int) -> RunMeasure:
     """Speed from a finished run's reports: a step is the span between two reports (the
     first step also holds the start-up, so it is not one of them)."""
-    if record.status is not JobStatus.COMPLETED:
-        raise InvalidInputError(
-            f"job {record.id!r} is {record.status.value}: advice needs a Completed run"
-        )
-    if len(series) < 3:
-        raise InvalidInputError(
-            f"job {record.id!r} reported {series[0].name if series else 'its metric'} "
-            f"{len(series)} time(s): a step time needs 3 reports or more"
-        )
-    gaps = [
-        (later.time - earlier.time) / (later.step - earlier.step)
-        for earlier, later in itertools.pairwise(series)
-        if later.step > earlier.step
-    ]
-    step_seconds = statistics.median(gaps)
+    _check_measurable(record, series)
+    step_seconds = statistics.median(_gaps(series))
     steps = series[-1].step
     wall = record.wall_seconds or 0.0
     return RunMeasure(
@@ -60,6 +48,73 @@ def measure_run(record: TrainingJobRecord, series: Sequence[MetricPoint], tasks:
         steps_run=steps,
         wall_seconds=wall,
     )
+
+
+def measure_sizes(
+    record: TrainingJobRecord,
+    series: Sequence[MetricPoint],
+    attempts: Sequence[AttemptRecord],
+    extra_tasks: int = 0,
+) -> list[RunMeasure]:
+    """Each size a finished run ran at, measured from the reports of its attempts at that
+    size (a gap across a resize is a restart, not a step), the size with the most steps
+    first. The time outside steps is the run's as a whole, given to every size: its restarts
+    are not a size's start-up. One size: as `measure_run`."""
+    _check_measurable(record, series)
+    whole = measure_run(record, series, record.instance_count + extra_tasks)
+    gaps: dict[int, list[float]] = {}
+    steps: dict[int, int] = {}
+    done = 0  # the last step reported before this attempt
+    for attempt in attempts:
+        end = attempt.end_time if attempt.end_time is not None else float("inf")
+        within = [p for p in series if attempt.start_time <= p.time <= end]
+        workers = attempt.size - extra_tasks
+        if workers < 1 or not within:
+            continue
+        gaps.setdefault(workers, []).extend(_gaps(within))
+        steps[workers] = steps.get(workers, 0) + max(0, within[-1].step - done)
+        done = max(done, within[-1].step)
+    sizes = sorted((w for w in gaps if len(gaps[w]) >= 2), key=lambda w: (-steps[w], w))
+    if not sizes:  # no attempt placed long enough to tell (or none recorded where)
+        return [whole]
+    if len(sizes) == 1:  # an elastic job may have run at one size below its most
+        return [dataclasses.replace(whole, workers=sizes[0], tasks=sizes[0] + extra_tasks)]
+    measures = [
+        RunMeasure(
+            job_id=record.id,
+            workers=workers,
+            tasks=workers + extra_tasks,
+            step_seconds=statistics.median(gaps[workers]),
+            overhead_seconds=0.0,  # set below, once the steps' time is known
+            steps_run=steps[workers],
+            wall_seconds=whole.wall_seconds,
+        )
+        for workers in sizes
+    ]
+    in_steps = sum(m.steps_run * m.step_seconds for m in measures)
+    overhead = max(0.0, whole.wall_seconds - in_steps)
+    return [dataclasses.replace(m, overhead_seconds=overhead) for m in measures]
+
+
+def _check_measurable(record: TrainingJobRecord, series: Sequence[MetricPoint]) -> None:
+    if record.status is not JobStatus.COMPLETED:
+        raise InvalidInputError(
+            f"job {record.id!r} is {record.status.value}: advice needs a Completed run"
+        )
+    if len(series) < 3:
+        raise InvalidInputError(
+            f"job {record.id!r} reported {series[0].name if series else 'its metric'} "
+            f"{len(series)} time(s): a step time needs 3 reports or more"
+        )
+
+
+def _gaps(series: Sequence[MetricPoint]) -> list[float]:
+    """Seconds per step between consecutive reports."""
+    return [
+        (later.time - earlier.time) / (later.step - earlier.step)
+        for earlier, later in itertools.pairwise(series)
+        if later.step > earlier.step
+    ]
 
 
 def first_reaching(

@@ -20,7 +20,8 @@ fixed learning rate the quality may not be reached at all on other sizes, which 
 convergence experiment shows.
 
 The recommendation: the fastest size whose billable cost is within `max_cost_ratio` of the
-cheapest size's."""
+cheapest size's; as an elastic range, from the smallest size below it that still is, so that
+every size the job may shrink to stays within that cost."""
 
 from __future__ import annotations
 
@@ -132,6 +133,7 @@ class Advice:
     predictions: list[SizePrediction]
     recommended: int
     max_cost_ratio: float
+    elastic_range: tuple[int, int]  # (min, max): every size in it within the cost ratio
     basis: list[str] = field(default_factory=list)  # what was measured, what assumed
     probes: list[str] = field(default_factory=list)  # the probe jobs run for it
 
@@ -145,6 +147,7 @@ class Advice:
             "quality": self.quality,
             "steps_to_quality": self.steps_to_quality,
             "recommended_instance_count": self.recommended,
+            "recommended_elastic_range": dict(zip(("min", "max"), self.elastic_range, strict=True)),
             "max_cost_ratio": self.max_cost_ratio,
             "predictions": [p.to_json_dict() for p in self.predictions],
             "basis": self.basis,
@@ -169,7 +172,11 @@ def predict(
     overhead = OverheadModel.fit(measures)
     basis = [
         f"step time {base.step_seconds:.3g} s on {base.workers} worker(s)"
-        + "".join(f", {p.step_seconds:.3g} s on {p.workers} (probe)" for p in probes),
+        + "".join(
+            f", {p.step_seconds:.3g} s on {p.workers} "
+            + ("(the same run, resized)" if p.job_id == base.job_id else "(probe)")
+            for p in probes
+        ),
         f"fitted: {model.describe()}"
         + ("" if probes else " (one size measured: read as all parallel, the best case)"),
         f"outside steps: {overhead.describe()}",
@@ -209,3 +216,16 @@ def predict(
         f"recommended: the fastest size within {max_cost_ratio:g}x the cheapest's billable cost"
     )
     return predictions, recommended, basis
+
+
+def elastic_range(
+    predictions: Sequence[SizePrediction], recommended: int, max_cost_ratio: float
+) -> tuple[int, int]:
+    """The recommended size as the most of an elastic range whose least is the smallest size
+    below it with every size between within `max_cost_ratio` of the cheapest's cost."""
+    cheapest = min(p.billable_seconds for p in predictions)
+    by_size = {p.workers: p for p in predictions}
+    least = recommended
+    while least - 1 in by_size and by_size[least - 1].billable_seconds <= max_cost_ratio * cheapest:
+        least -= 1
+    return least, recommended

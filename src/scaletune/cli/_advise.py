@@ -139,6 +139,13 @@ def _show(advice: Advice) -> None:
         title="Predicted time and cost to reach that quality",
         right=["workers", "steps", "s/step", "wall s", "billable worker-s"],
     )
+    least, most = advice.elastic_range
+    if least < most:  # where capacity comes and goes: every size in it within the cost ratio
+        out.print(
+            f"- as an elastic job: instance_count = {{ min = {least}, max = {most} }}",
+            highlight=False,
+            soft_wrap=True,
+        )
     for line in advice.basis:
         out.print(f"- {line}", highlight=False, soft_wrap=True)
     if advice.probes:
