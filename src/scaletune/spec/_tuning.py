@@ -444,6 +444,12 @@ class TuningJobSpec(Frozen):
             seen.add(objective.metric)
 
     def _check_cluster_sizes(self, parameter: Range) -> None:
+        if self.training.elastic:
+            raise InvalidInputError(
+                f"ranges.{CLUSTER_SIZE}: the training job is elastic (instance_count = "
+                f"{{ min = {self.training.min_workers}, max = {self.training.instance_count} }}"
+                "): its trials size themselves; tune the size or make it elastic, not both"
+            )
         if isinstance(parameter, ContinuousRange):
             raise InvalidInputError(
                 f"ranges.{CLUSTER_SIZE}: a cluster size needs an Integer or Categorical range"

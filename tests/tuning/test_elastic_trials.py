@@ -1,0 +1,86 @@
+"""A tuning job whose trials are elastic, on a machine with fewer slots than its parallel
+trials ask for at most: each trial starts with what is free, none waits for its most, and
+every trial is billed at the sizes it ran at."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from scaletune.api import Session
+from scaletune.cluster import FixedSlots, LocalBackend
+from scaletune.errors import InvalidInputError
+from scaletune.store import JobStatus
+from scaletune.tuning import TuningController, summarize
+from tests.conftest import pooled
+from tests.tuning.test_tuner import _spec
+
+SLOTS = 3
+ELASTIC = {"min": 1, "max": 2}
+
+
+@pytest.fixture(scope="module")
+def three_slots() -> Iterator[LocalBackend]:
+    with pooled(LocalBackend(max_idle_workers=SLOTS, slots=FixedSlots(SLOTS))) as backend:
+        yield backend
+
+
+def _elastic_training(rounds: int) -> dict[str, object]:
+    channel = {"dataset": "breast-cancer"}
+    return {
+        "algorithm": "xgboost",
+        "instance_count": ELASTIC,
+        "hyperparameters": {"num_round": rounds, "eval_metric": "logloss"},
+        "channels": {"train": channel, "validation": channel},
+        "checkpoint": {"every_steps": 10, "every_seconds": None},
+    }
+
+
+def test_elastic_trials_share_the_slots_there_are(
+    store_path: Path, three_slots: LocalBackend
+) -> None:
+    spec = _spec(
+        strategy="Random",
+        hyperband=None,
+        max_jobs=4,
+        max_parallel_jobs=2,
+        training=_elastic_training(rounds=60),
+    )
+    with Session(store_path, backend=three_slots) as session:
+        tuner = TuningController(session.controller)
+        tuning_id = tuner.create(spec)
+        tuner.run(tuning_id, spec)
+        summary = summarize(session.store, tuning_id)
+        trials = session.store.trials.rows(tuning_id)
+        attempts = {trial.id: session.store.attempts.of(trial.id) for trial in trials}
+
+    assert summary.record.status is JobStatus.COMPLETED
+    assert [trial.status for trial in trials] == [JobStatus.COMPLETED] * 4
+    sizes = [attempt.size for runs in attempts.values() for attempt in runs]
+    assert set(sizes) <= {1, 2}, [(t.trial_number, a) for t in trials for a in attempts[t.id]]
+    # Two trials of at most 2 on 3 slots: one started on what the other left.
+    assert 1 in sizes
+    # Never more workers at once than the slots: each attempt's start, its size added there.
+    spans = [
+        (a.start_time, a.end_time or a.start_time, a.size) for r in attempts.values() for a in r
+    ]
+    for start, _end, _size in spans:
+        running = sum(size for s, e, size in spans if s <= start < e)
+        assert running <= SLOTS, spans
+    for trial in trials:  # billed at the sizes it ran at, not at its most
+        ran = {attempt.size for attempt in attempts[trial.id]}
+        wall, billable = trial.wall_seconds or 0.0, trial.billable_seconds or 0.0
+        assert min(ran) * wall * 0.999 <= billable <= max(ran) * wall * 1.001
+        if ran == {1}:
+            assert billable == pytest.approx(wall)
+    assert summary.billable_seconds == pytest.approx(sum(t.billable_seconds or 0 for t in trials))
+
+
+def test_a_size_range_and_a_tuned_size_together_are_refused() -> None:
+    with pytest.raises(InvalidInputError, match=r"^ranges\.instance_count: .*elastic"):
+        _spec(
+            training=_elastic_training(rounds=10),
+            ranges={"instance_count": {"type": "Integer", "min_value": 1, "max_value": 3}},
+        )
