@@ -12,10 +12,11 @@ import pytest
 from scaletune.api import Session
 from scaletune.cluster import FixedSlots, LocalBackend
 from scaletune.errors import InvalidInputError
+from scaletune.spec import tuning_spec_from_dict
 from scaletune.store import JobStatus
 from scaletune.tuning import TuningController, summarize
 from tests.conftest import pooled
-from tests.tuning.test_tuner import _spec
+from tests.tuning.test_tuner import _spec, _spec_dict
 
 SLOTS = 3
 ELASTIC = {"min": 1, "max": 2}
@@ -84,3 +85,32 @@ def test_a_size_range_and_a_tuned_size_together_are_refused() -> None:
             training=_elastic_training(rounds=10),
             ranges={"instance_count": {"type": "Integer", "min_value": 1, "max_value": 3}},
         )
+
+
+def test_elastic_trials_weighed_by_cost_as_they_run(
+    store_path: Path, three_slots: LocalBackend
+) -> None:
+    # Several objectives: each rung weighs a running trial's billable seconds so far, read
+    # from its attempts (the sizes it ran at), not its most workers times its seconds.
+    raw = _spec_dict(
+        hyperband={"min_resource": 5, "max_resource": 40, "eta": 2},
+        max_jobs=4,
+        max_parallel_jobs=2,
+        training=_elastic_training(rounds=40),
+    )
+    del raw["objective_metric"], raw["objective_type"]
+    raw["objectives"] = [
+        {"metric": "validation:logloss", "type": "Minimize"},
+        {"metric": "billable_seconds", "type": "Minimize"},
+    ]
+    spec = tuning_spec_from_dict(raw)
+    with Session(store_path, backend=three_slots) as session:
+        tuner = TuningController(session.controller)
+        tuning_id = tuner.create(spec)
+        tuner.run(tuning_id, spec)
+        summary = summarize(session.store, tuning_id)
+        trials = session.store.trials.rows(tuning_id)
+    assert summary.record.status is JobStatus.COMPLETED
+    assert all(t.status in (JobStatus.COMPLETED, JobStatus.STOPPED) for t in trials), [
+        (t.status, t.failure_reason) for t in trials
+    ]

@@ -18,6 +18,10 @@ from tests.training.test_controller import _ProgramOverride
 
 
 def _spec(**changes: Any) -> TuningJobSpec:
+    return tuning_spec_from_dict(_spec_dict(**changes))
+
+
+def _spec_dict(**changes: Any) -> dict[str, Any]:
     channel = {"dataset": "breast-cancer"}
     raw: dict[str, Any] = {
         "objective_metric": "validation:logloss",
@@ -39,7 +43,7 @@ def _spec(**changes: Any) -> TuningJobSpec:
         },
     }
     raw.update(changes)
-    return tuning_spec_from_dict(raw)
+    return raw
 
 
 def _tune(session: Session, spec: TuningJobSpec, controller: TrainingController | None = None):

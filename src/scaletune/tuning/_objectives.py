@@ -156,17 +156,17 @@ class Goals:
         ]
 
     def standing(
-        self, latest: Mapping[str, float], elapsed_seconds: float, tasks: int
+        self, latest: Mapping[str, float], elapsed_seconds: float, billable_seconds: float
     ) -> tuple[float, ...]:
         """The objectives after the first as they stand while a trial runs: a reported
         metric's latest value (NaN before its first report), the seconds it has run, and
-        those times its tasks for billable seconds."""
+        its billable seconds so far."""
         values = []
         for objective in self.objectives[1:]:
             if objective.metric == WALL_SECONDS:
                 values.append(elapsed_seconds)
             elif objective.metric == BILLABLE_SECONDS:
-                values.append(elapsed_seconds * tasks)
+                values.append(billable_seconds)
             else:
                 values.append(latest.get(objective.metric, math.nan))
         return tuple(values)

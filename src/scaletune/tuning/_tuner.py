@@ -38,6 +38,7 @@ from scaletune.training import (
 from scaletune.training._ids import new_job_id
 from scaletune.tuning._objectives import TrialCosts
 from scaletune.tuning._runners import JobTrialRunner, TrialRunner
+from scaletune.tuning._running_cost import BillableSoFar, billed_until, fixed_size, resized
 from scaletune.tuning._schedulers import Decision, Scheduler
 from scaletune.tuning._searchers import Searcher, Suggestion
 from scaletune.tuning._strategy import goals_of, make_search
@@ -66,10 +67,10 @@ class _Trial:
     stopper: Stopper
     full_resource: int | None  # steps it runs when nothing stops it, where known
     # What several objectives need at each report: when this attempt started (monotonic),
-    # the seconds its earlier attempts ran, its tasks, its reported metrics' latest values.
+    # the seconds its earlier attempts ran, its cost by then, its metrics' latest values.
     started: float = 0.0
     earlier_seconds: float = 0.0
-    tasks: int = 1
+    billable: BillableSoFar = field(default_factory=lambda: fixed_size(1))
     latest: dict[str, float] = field(default_factory=dict)
 
 
@@ -275,6 +276,7 @@ class _Run:
         promoted trial's pause as well: close enough to bring a ranking back)."""
         reports = []
         for trial in trials:
+            attempts = self.store.attempts.of(trial.id) if trial.size_range else None
             series = {
                 name: {p.step: p.value for p in self.store.metrics(trial.id, name)}
                 for name in self.goals.reported_others
@@ -285,8 +287,12 @@ class _Run:
                     if point.step in values:
                         latest[name] = values[point.step]
                 elapsed = point.time - (trial.start_time or point.time)
-                tasks = trial.instance_count + self.extra_tasks
-                others = self.goals.standing(latest, elapsed, tasks)
+                billable = (
+                    elapsed * (trial.instance_count + self.extra_tasks)
+                    if attempts is None
+                    else billed_until(attempts, point.time)
+                )
+                others = self.goals.standing(latest, elapsed, billable)
                 number = trial.trial_number or 0
                 reports.append((point.time, number, point.step, point.value, others))
         reports.sort(key=lambda r: r[:3])
@@ -487,7 +493,11 @@ class _Run:
         if self.goals.is_multi_objective:  # its costs so far count at each rung
             record = self.store.get_training_job(job_id)
             trial.earlier_seconds = record.wall_seconds or 0.0
-            trial.tasks = record.instance_count + self.extra_tasks
+            trial.billable = (
+                fixed_size(record.instance_count + self.extra_tasks)
+                if record.size_range is None  # an elastic trial's, at the sizes it ran at
+                else resized(lambda: self.store.attempts.of(job_id), self.tuner.clock.time)
+            )
         self.running[number] = trial
         self.runner.start(
             number, stopper, lambda report: self._judge(number, stopper, report, full)
@@ -503,7 +513,7 @@ class _Run:
         if self.goals.is_multi_objective and trial is not None:
             trial.latest.update(report.metrics)
             elapsed = trial.earlier_seconds + self.tuner.clock.monotonic() - trial.started
-            others = self.goals.standing(trial.latest, elapsed, trial.tasks)
+            others = self.goals.standing(trial.latest, elapsed, trial.billable(elapsed))
         with self.lock:
             self.searcher.on_report(number, report.step, value)
             verdict = self.scheduler.on_report(number, report.step, value, others)
