@@ -12,9 +12,9 @@ import pytest
 from scaletune.api import Session
 from scaletune.cluster import FixedSlots, LocalBackend
 from scaletune.errors import InvalidInputError
-from scaletune.spec import tuning_spec_from_dict
-from scaletune.store import JobStatus
-from scaletune.tuning import TuningController, summarize
+from scaletune.spec import TuningJobSpec, tuning_spec_from_dict
+from scaletune.store import AttemptRecord, JobStatus, TrialRow
+from scaletune.tuning import TuningController, TuningSummary, summarize
 from tests.conftest import pooled
 from tests.tuning.test_tuner import _spec, _spec_dict
 
@@ -39,6 +39,18 @@ def _elastic_training(rounds: int) -> dict[str, object]:
     }
 
 
+def _tune(
+    store_path: Path, backend: LocalBackend, spec: TuningJobSpec
+) -> tuple[TuningSummary, list[TrialRow], dict[str, list[AttemptRecord]]]:
+    with Session(store_path, backend=backend) as session:
+        tuner = TuningController(session.controller)
+        tuning_id = tuner.create(spec)
+        tuner.run(tuning_id, spec)
+        trials = session.store.trials.rows(tuning_id)
+        attempts = {trial.id: session.store.attempts.of(trial.id) for trial in trials}
+        return summarize(session.store, tuning_id), trials, attempts
+
+
 def test_elastic_trials_share_the_slots_there_are(
     store_path: Path, three_slots: LocalBackend
 ) -> None:
@@ -49,13 +61,7 @@ def test_elastic_trials_share_the_slots_there_are(
         max_parallel_jobs=2,
         training=_elastic_training(rounds=60),
     )
-    with Session(store_path, backend=three_slots) as session:
-        tuner = TuningController(session.controller)
-        tuning_id = tuner.create(spec)
-        tuner.run(tuning_id, spec)
-        summary = summarize(session.store, tuning_id)
-        trials = session.store.trials.rows(tuning_id)
-        attempts = {trial.id: session.store.attempts.of(trial.id) for trial in trials}
+    summary, trials, attempts = _tune(store_path, three_slots, spec)
 
     assert summary.record.status is JobStatus.COMPLETED
     assert [trial.status for trial in trials] == [JobStatus.COMPLETED] * 4
@@ -104,12 +110,7 @@ def test_elastic_trials_weighed_by_cost_as_they_run(
         {"metric": "billable_seconds", "type": "Minimize"},
     ]
     spec = tuning_spec_from_dict(raw)
-    with Session(store_path, backend=three_slots) as session:
-        tuner = TuningController(session.controller)
-        tuning_id = tuner.create(spec)
-        tuner.run(tuning_id, spec)
-        summary = summarize(session.store, tuning_id)
-        trials = session.store.trials.rows(tuning_id)
+    summary, trials, _attempts = _tune(store_path, three_slots, spec)
     assert summary.record.status is JobStatus.COMPLETED
     assert all(t.status in (JobStatus.COMPLETED, JobStatus.STOPPED) for t in trials), [
         (t.status, t.failure_reason) for t in trials
