@@ -6,6 +6,7 @@ as they would between machines: through object storage (a local S3) and Ray."""
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import os
 import shutil
@@ -95,6 +96,10 @@ def two_nodes(s3_endpoint: str) -> Iterator[str]:
             "--num-cpus=2",
             "--include-dashboard=false",
             f"--temp-dir={folder}",
+            # A node lost is noticed in about 3 s rather than Ray's 15 (3 checks missed, 1 s
+            # apart): the node-loss tests wait for it.
+            RAY_health_check_period_ms="1000",
+            RAY_health_check_failure_threshold="3",
         )
         _ray("start", f"--address={address}", "--num-cpus=2", '--resources={"second_node": 1}')
         yield address
@@ -103,10 +108,12 @@ def two_nodes(s3_endpoint: str) -> Iterator[str]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _controller(script: str, address: str, store_path: Path, bucket: str) -> dict[str, Any]:
+def _controller(
+    script: str, address: str, store_path: Path, bucket: str, *more: str
+) -> dict[str, Any]:
     """Run a controller script in a process of its own; what it printed last, as JSON."""
     done = subprocess.run(
-        [sys.executable, "-c", script, address, str(store_path), bucket],
+        [sys.executable, "-c", script, address, str(store_path), bucket, *more],
         capture_output=True,
         text=True,
         timeout=400,
@@ -159,7 +166,29 @@ def test_a_spread_job_runs_on_both_nodes_with_its_data_in_object_storage(
     assert fsspec.filesystem("s3").find(f"{s3_bucket}/staging") == []
 
 
-NODE_LOSS = textwrap.dedent(
+def kill_node(label: str) -> int:
+    """End the node whose raylet carries `label` and all it started (its workers among them),
+    as a machine that loses power takes them: nothing is told, nothing ends cleanly. Processes
+    come and go as this runs (Ray starts and ends workers): one that is gone by the time it
+    is looked at or killed is skipped, not a reason to stop killing."""
+    for process in psutil.process_iter(["name", "cmdline"]):
+        cmdline = " ".join(process.info["cmdline"] or ())
+        if "raylet" in (process.info["name"] or "") and label in cmdline:
+            doomed = [process]
+            with contextlib.suppress(psutil.Error):
+                doomed += process.children(recursive=True)
+            for member in doomed:
+                with contextlib.suppress(psutil.Error):
+                    member.kill()
+            return len(doomed)
+    raise AssertionError(f"no raylet of a node labelled {label}")
+
+
+# The controller scripts kill nodes with the same function.
+KILL_NODE = "import contextlib\nimport psutil\n\n" + inspect.getsource(kill_node)
+
+
+NODE_LOSS = KILL_NODE + textwrap.dedent(
     """
     import contextlib, json, sys, threading, time
     import psutil, ray
@@ -172,29 +201,13 @@ NODE_LOSS = textwrap.dedent(
     spec = training_spec_from_dict({
         "algorithm": "xgboost",
         "instance_count": 3,
-        "hyperparameters": {"num_round": 4000, "max_depth": 2, "eval_metric": "auc"},
+        "hyperparameters": {"num_round": 2500, "max_depth": 2, "eval_metric": "auc"},
         "channels": {"train": data, "validation": data},
         "cluster": {"backend": "ray", "placement": "SPREAD", "staging": f"{bucket}/staging"},
         "checkpoint": {"every_steps": 20, "every_seconds": None},
         "retry": {"heartbeat_timeout_seconds": 10},
     })
 
-    def kill_node(label):
-        # The node's raylet and all it started (its workers among them), as a machine that
-        # loses power takes them: nothing is told, nothing ends cleanly.
-        # Processes come and go as this runs (Ray starts and ends workers): one that is gone
-        # by the time it is looked at or killed is skipped, not a reason to stop killing.
-        for process in psutil.process_iter(["name", "cmdline"]):
-            cmdline = " ".join(process.info["cmdline"] or ())
-            if "raylet" in (process.info["name"] or "") and label in cmdline:
-                doomed = [process]
-                with contextlib.suppress(psutil.Error):
-                    doomed += process.children(recursive=True)
-                for member in doomed:
-                    with contextlib.suppress(psutil.Error):
-                        member.kill()
-                return len(doomed)
-        raise AssertionError("no raylet of the labelled node")
 
     groups, killed, errors = [], [], []
     with RayBackend(address=address) as backend, Session(store, backend=backend) as session:
@@ -279,4 +292,134 @@ def test_a_node_lost_mid_job_is_retried_from_its_checkpoint_on_the_nodes_left(
     assert 0 <= second["redone"] <= 20 + 5
     # Only what a lost machine keeps on its own disk: its worker's log.
     assert all(name.startswith("scaletune-ray-worker-") for name in left_on_the_lost_disk)
-    assert result["steps"] == list(range(1, 4001))  # each round once
+    assert result["steps"] == list(range(1, 2501))  # each round once
+
+
+ELASTIC_NODES = KILL_NODE + textwrap.dedent(
+    """
+    import json, os, subprocess, sys, threading, time
+    import ray
+    from scaletune.api import Session
+    from scaletune.cluster import RayBackend
+    from scaletune.spec import training_spec_from_dict
+    from scaletune.store import resizes
+
+    address, store, bucket, ray_cli, added_disk = sys.argv[1:6]
+    data = {"dataset": "breast-cancer"}
+    spec = training_spec_from_dict({
+        "algorithm": "xgboost",
+        "instance_count": {"min": 2, "max": 5},
+        "hyperparameters": {"num_round": 2000, "max_depth": 2, "eval_metric": "auc"},
+        "channels": {"train": data, "validation": data},
+        "cluster": {"backend": "ray", "staging": f"{bucket}/staging"},
+        "checkpoint": {"every_steps": 20, "every_seconds": None},
+        "retry": {"heartbeat_timeout_seconds": 10},
+    })
+    placed, killed, added, errors = [], [], [], []
+
+    def add_node():
+        # A machine joins: one more CPU, labelled so the test can end it afterwards.
+        subprocess.run(
+            [ray_cli, "start", f"--address={address}", "--num-cpus=1",
+             '--resources={"added_elastic": 1}'],
+            check=True, capture_output=True, timeout=120,
+            env={**os.environ, "TMPDIR": added_disk},
+        )
+        added.append(time.monotonic())
+
+    with RayBackend(address=address) as backend, Session(store, backend=backend) as session:
+        deadline = time.monotonic() + 60  # the labelled node's CPU counted as free
+        while ray.available_resources().get("CPU", 0) < 5 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        def ids(label):
+            return [n["NodeID"] for n in ray.nodes() if n["Alive"] and label in n["Resources"]]
+
+        doomed = ids("doomed_elastic")
+
+        def in_background(action):
+            def run():
+                try:
+                    action()
+                except Exception as error:  # reported in the output, not lost with the thread
+                    errors.append(repr(error))
+
+            threading.Thread(target=run, daemon=True).start()
+
+        def on_started(group):
+            placed.append((time.monotonic(), group.nodes))
+            if len(placed) == 2:  # going on without the lost node: capacity comes back
+                in_background(add_node)
+            if len(placed) > 1:
+                return
+            job_id = session.store.list_training_jobs()[0].id
+
+            def kill_after_two_checkpoints():
+                while True:
+                    steps = session.store.metrics(job_id, "validation:auc")
+                    if steps and steps[-1].step >= 45:
+                        killed.append((time.monotonic(), kill_node("doomed_elastic")))
+                        return
+                    time.sleep(0.05)
+
+            in_background(kill_after_two_checkpoints)
+
+        record = session.controller.run(session.controller.prepare(spec), on_started=on_started)
+        attempts = session.store.attempts.of(record.id)
+        print(json.dumps({
+            "doomed": doomed,
+            "added": ids("added_elastic"),
+            "groups": [nodes for _, nodes in placed],
+            "back_after_kill": placed[1][0] - killed[0][0] if killed and len(placed) > 1 else None,
+            "grown_after_join": placed[2][0] - added[0] if added and len(placed) > 2 else None,
+            "errors": errors,
+            "status": record.status.value,
+            "reason": record.failure_reason,
+            "sizes": [a.size for a in attempts],
+            "resizes": [(c.from_size, c.to_size, c.reason) for c in resizes(attempts)],
+            "resumed": [a.resumed_from_step for a in attempts],
+            "billable": record.billable_seconds,
+            "wall": record.wall_seconds,
+            "steps": [p.step for p in session.store.metrics(record.id, "validation:auc")],
+        }))
+    """
+)
+
+
+def test_an_elastic_job_goes_on_without_a_lost_node_and_grows_onto_one_that_joins(
+    two_nodes: str, store_path: Path, s3_bucket: str
+) -> None:
+    # 5 CPUs: the head's 2, the second node's 2 and a doomed node's 1; the job (2 to 5
+    # workers) starts with 5, loses the doomed node, goes on with 4 at once, then grows to 5
+    # when another node joins.
+    disks = [tempfile.mkdtemp(prefix=f"st-{name}-", dir="/tmp") for name in ("doomed", "added")]
+    try:
+        _ray(
+            "start",
+            f"--address={two_nodes}",
+            "--num-cpus=1",
+            '--resources={"doomed_elastic": 1}',
+            TMPDIR=disks[0],
+        )
+        result = _controller(ELASTIC_NODES, two_nodes, store_path, s3_bucket, RAY, disks[1])
+    finally:
+        with contextlib.suppress(AssertionError):  # the node that joined, if it did
+            kill_node("added_elastic")
+        for disk in disks:
+            shutil.rmtree(disk, ignore_errors=True)
+    outcome = (result["status"], result["reason"], result["resizes"], result["errors"])
+    assert result["status"] == "Completed", outcome
+    assert result["sizes"] == [5, 4, 5], outcome
+    (doomed,), (added,) = result["doomed"], result["added"]
+    first, smaller, grown = result["groups"]
+    assert doomed in first and doomed not in smaller and added in grown
+    (lost, back) = result["resizes"]
+    assert lost[:2] == [5, 4] and "exited unexpectedly (Ray:" in lost[2], outcome
+    assert back == [4, 5, "resized to 5 workers: room for more"]
+    assert all(step is not None for step in result["resumed"][1:])  # each from a checkpoint
+    assert result["steps"] == list(range(1, 2001))  # each round once
+    wall, billable = result["wall"], result["billable"]
+    assert 4 * wall < billable < 5 * wall  # billed at the sizes it ran at
+    print(  # seen with -s: how long each change took on this machine
+        f"placed again {result['back_after_kill']:.1f} s after the kill; "
+        f"grown {result['grown_after_join']:.1f} s after the node joined"
+    )

@@ -374,6 +374,32 @@ class RayBackend:
             self._destroy(oldest)
             self._await_release(oldest)
 
+    def _end_and_await_room(self, placed: _Placed, seconds: float = 5.0) -> None:
+        """End a group that failed, and wait (a while) until the cluster shows what it held on
+        nodes still alive as free: an elastic job asks what fits right after, and Ray's view
+        of free resources lags a removed group's release."""
+        from ray.util.placement_group import placement_group_table
+
+        held_on: list[str] = []  # the node of each bundle, read while the group has them
+        with contextlib.suppress(Exception):
+            held_on = list(placement_group_table(placed.group)["bundles_to_node_id"].values())
+        before = self._ray.available_resources()
+        self._destroy(placed)
+        self._await_release(placed)
+        alive = {node["NodeID"] for node in self._ray.nodes() if node["Alive"]}
+        back = sum(node in alive for node in held_on)
+        expected = {
+            key: before.get(key, 0.0) + value * back
+            for key, value in placed.resources.bundle().items()
+            if value > 0
+        }
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:  # another job may take it first: bounded
+            available = self._ray.available_resources()
+            if all(available.get(key, 0.0) >= value - 1e-9 for key, value in expected.items()):
+                return
+            self._ray.wait([], timeout=0.05)
+
     def _await_release(self, placed: _Placed) -> None:
         """A removed placement group gives its resources back asynchronously."""
         from ray.util.placement_group import placement_group_table
@@ -569,7 +595,7 @@ class RayWorkerGroup:
     def kill(self) -> None:
         if not self._ended:
             self._ended = True
-            self._backend._destroy(self._placed)
+            self._backend._end_and_await_room(self._placed)
 
 
 def _local_cpus(needed: float) -> tuple[int, str | None]:
