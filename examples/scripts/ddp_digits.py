@@ -60,6 +60,8 @@ def main() -> None:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         first_epoch = state["epoch"] + 1
+    # An elastic job starts the script again at each resize: WORLD_SIZE is the new size.
+    print(f"rank {rank} of {world}, from epoch {first_epoch}", flush=True)
     wrapped = DistributedDataParallel(model) if world > 1 else model
     for epoch in range(first_epoch, args.epochs + 1):
         shuffled = np.random.default_rng(epoch).permutation(shard)

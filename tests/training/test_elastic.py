@@ -13,10 +13,11 @@ import pytest
 
 from scaletune.api import Session
 from scaletune.cluster import Group, LocalBackend, SlotsFile
-from scaletune.spec import training_spec_from_dict
+from scaletune.spec import load_training_spec, training_spec_from_dict
 from scaletune.store import JobStatus, TrainingJobRecord, resizes
 from scaletune.worker import Report
 from tests.conftest import pid_alive, pooled
+from tests.jobs import digits_job
 
 DIGITS = {"dataset": "digits"}
 BREAST_CANCER = {"dataset": "breast-cancer"}
@@ -198,3 +199,37 @@ def test_fewer_slots_than_the_fewest_workers_waits_then_fails_with_the_reason(
     )
     attempts = elastic.store.attempts.of(record.id)
     assert len(attempts) == 1 and attempts[0].workers == ()  # never placed, not retried
+
+
+def test_a_script_starts_again_at_each_size_with_its_new_world_size(
+    elastic: Session, capacity: SlotsFile, tmp_path: Path
+) -> None:
+    # examples/script-ddp-elastic.toml (2 to 4 workers, 5 epochs) on 3 slots: it starts with
+    # 3, loses one, goes on with 2 from its latest epoch's checkpoint, then grows back to 3.
+    capacity.write(3)
+    spec = load_training_spec(digits_job("script-ddp-elastic.toml", tmp_path))
+    script = Script()
+
+    def preempt() -> None:  # after epoch 1's checkpoint: epoch 2 is reported after it
+        capacity.write(2)
+        script.kill(2)()
+
+    script.at(1, 2, preempt)
+    script.at(2, 3, lambda: capacity.write(3))
+    job = elastic.controller.prepare(spec)
+    record = elastic.controller.run(job, on_started=script.started, on_report=script.report)
+
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    attempts = elastic.store.attempts.of(record.id)
+    assert [a.size for a in attempts] == [3, 2, 3]
+    assert all(a.resumed_from_step for a in attempts[1:])  # each from a checkpoint
+    steps = [p.step for p in elastic.store.metrics(record.id, "validation:accuracy")]
+    assert steps == [1, 2, 3, 4, 5]
+    assert record.final_metrics["validation:accuracy"] > 0.9
+    # Rank 0's script said the world size it was started with, each time.
+    said = [
+        line.split(",")[0]
+        for line in job.paths.log_path(0).read_text().splitlines()
+        if line.startswith("rank 0 of ")
+    ]
+    assert said == ["rank 0 of 3", "rank 0 of 2", "rank 0 of 3"]
