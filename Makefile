@@ -3,13 +3,14 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DOCS_STAMP := $(VENV)/.docs-installed
 # The peers (Optuna, Ray, Syne Tune) and YAHPO's surrogate live apart from the package's own.
 BENCH_VENV ?= .bench-venv
 BENCH_STAMP := $(BENCH_VENV)/.installed
 BENCH_REQUIREMENTS := benchmarks/tuning/requirements.txt
 BENCH_CONSTRAINTS := benchmarks/tuning/constraints.txt
 
-.PHONY: demo test lint typecheck unit lock dist wheel-check bench bench-env bench-test bench-tuning bench-overhead clean
+.PHONY: demo test docs lint typecheck unit lock dist wheel-check bench bench-env bench-test bench-tuning bench-overhead clean
 
 demo: $(STAMP)
 	$(BIN)/scaletune demo
@@ -17,8 +18,8 @@ demo: $(STAMP)
 test: lint typecheck unit
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff format --check src tests benchmarks scripts
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -35,6 +36,14 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt --no-deps tf-keras
 	touch $(STAMP)
 
+# The documentation site into site/ (mkdocs.yml; reference pages from scripts/docs_hooks.py).
+docs: $(DOCS_STAMP)  # NO_MKDOCS_2_WARNING: Material's end-of-life banner, printed on every build
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+$(DOCS_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[docs]'
+	touch $(DOCS_STAMP)
+
 dist: $(STAMP)  # the wheel and sdist, checked by twine
 	rm -rf dist
 	$(BIN)/python -m build --outdir dist .
@@ -43,7 +52,7 @@ dist: $(STAMP)  # the wheel and sdist, checked by twine
 wheel-check: $(STAMP)  # built, installed in a fresh venv outside the checkout, run from there
 	scripts/check-wheel.sh
 
-lock: $(STAMP)
+lock: $(STAMP) $(DOCS_STAMP)  # the docs extra too, so that its pins stay
 	(echo "# Exact versions for a fresh machine (regenerate: make lock). torch is the CPU build on this disk."; \
 	 $(BIN)/pip freeze --exclude-editable | grep -v -i '^scaletune' | sort -f) > constraints.txt
 
