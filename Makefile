@@ -77,6 +77,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.fault_recovery
 	$(BIN)/python -m benchmarks.fault_injection
 	$(BIN)/python -m benchmarks.elastic_preemption
+	$(BIN)/python -m benchmarks.elastic_quality
 	$(BIN)/python -m benchmarks.store_scale
 	$(BIN)/python -m benchmarks.scale.searchers --cap 300
 	$(BIN)/python -m benchmarks.scale.searchers --sizes 100000 --only default --only Random --only PBT --only "several objectives" --cap 900 --name tuning_scale_100k
