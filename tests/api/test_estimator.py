@@ -72,3 +72,15 @@ def test_a_session_of_its_own(store_path: Path) -> None:
     assert job.describe().status is JobStatus.COMPLETED
     with Session() as session:  # the same default store
         assert [r.id for r in session.store.list_training_jobs()] == [job.id]
+
+
+def test_an_estimator_may_be_elastic() -> None:
+    estimator = Estimator(
+        "xgboost", {"num_round": 5}, instance_count={"min": 1, "max": 3}, checkpoint={}
+    )
+    spec = estimator.spec({"train": {"dataset": "breast-cancer"}})
+    assert spec.elastic and (spec.min_workers, spec.instance_count) == (1, 3)
+    with pytest.raises(InvalidInputError, match="min=4 is more than max=3"):
+        Estimator("xgboost", instance_count={"min": 4, "max": 3}).spec(
+            {"train": {"dataset": "breast-cancer"}}
+        )

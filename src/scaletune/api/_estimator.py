@@ -25,7 +25,7 @@ class Estimator:
         algorithm: str,
         hyperparameters: Mapping[str, Any] | None = None,
         *,
-        instance_count: int = 1,
+        instance_count: int | Mapping[str, int] = 1,
         distribution: Mapping[str, Any] | None = None,
         seed: int = 0,
         max_runtime_seconds: float = 86_400.0,
@@ -36,11 +36,14 @@ class Estimator:
         session: Session | None = None,
     ) -> None:
         """`checkpoint` and `retry` are the job file's tables of those names, as dicts:
-        `checkpoint={"every_steps": 10}`, `retry={"max_attempts": 3}`."""
+        `checkpoint={"every_steps": 10}`, `retry={"max_attempts": 3}`; `instance_count` a
+        number of workers, or `{"min": 2, "max": 8}` for an elastic job."""
         self._fields: dict[str, Any] = {
             "algorithm": algorithm,
             "hyperparameters": dict(hyperparameters or {}),
-            "instance_count": instance_count,
+            "instance_count": (
+                instance_count if isinstance(instance_count, int) else dict(instance_count)
+            ),
             "distribution": dict(distribution or {}),
             "seed": seed,
             "max_runtime_seconds": max_runtime_seconds,
