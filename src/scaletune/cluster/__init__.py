@@ -3,7 +3,8 @@
 
 from typing import TYPE_CHECKING, Any
 
-from scaletune.cluster._backend import Abandon, Backend, Group, make_backend
+from scaletune.cluster._backend import Abandon, Backend, Group
+from scaletune.cluster._factory import make_backend
 from scaletune.cluster._local import LocalBackend, WorkerGroup
 from scaletune.cluster._rendezvous import GroupRendezvous, free_port
 from scaletune.cluster._slots import SLOTS_VARIABLE, FixedSlots, Slots, SlotsFile, slots_from

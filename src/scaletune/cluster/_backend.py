@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
-from scaletune.errors import InvalidInputError
 from scaletune.spec import BackendName, ClusterSpec
 from scaletune.worker import WorkerEvent, WorkerTask
 
@@ -77,22 +76,3 @@ class Backend(Protocol):
         ...
 
     def close(self) -> None: ...
-
-
-def make_backend(
-    name: BackendName, ray_address: str | None = None, cpus_needed: float = 0.0, **options: Any
-) -> Backend:
-    """The backend a job or tuning job asks for; Ray's is imported only when asked for.
-    `cpus_needed`: the most CPUs of workers a run asks at once, to size a Ray instance
-    started here (a joined cluster is what it is)."""
-    if name is BackendName.RAY:
-        from scaletune.cluster._ray import RayBackend
-
-        return RayBackend(address=ray_address, cpus_needed=cpus_needed, **options)
-    if ray_address is not None:
-        raise InvalidInputError(
-            f"--ray-address {ray_address!r} goes with the ray backend, not {name.value!r}"
-        )
-    from scaletune.cluster._local import LocalBackend
-
-    return LocalBackend(**options)

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 from scaletune._lazy import lazy_names
 
 if TYPE_CHECKING:
+    from scaletune.spec._errors import describe_validation_error
     from scaletune.spec._loader import (
         apply_override,
-        describe_validation_error,
         load_training_spec,
         load_tuning_spec,
         parse_value,
@@ -78,7 +78,7 @@ if TYPE_CHECKING:
 
 _WHERE = {
     "apply_override": "_loader",
-    "describe_validation_error": "_loader",
+    "describe_validation_error": "_errors",
     "load_training_spec": "_loader",
     "load_tuning_spec": "_loader",
     "parse_value": "_loader",

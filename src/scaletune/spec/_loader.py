@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from scaletune.errors import InvalidInputError
+from scaletune.spec._errors import describe_validation_error
 from scaletune.spec._training import TrainingJobSpec, is_url
 from scaletune.spec._tuning import TuningJobSpec
 
@@ -89,24 +90,6 @@ def parse_value(text: str) -> Any:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text
-
-
-def describe_validation_error(exc: ValidationError) -> str:
-    """Every problem on one line, each naming the key and the value given."""
-    problems = []
-    for error in exc.errors():
-        location = ".".join(str(part) for part in error["loc"])
-        if error["type"] == "extra_forbidden":
-            problems.append(f"unknown key {location!r}")
-        elif error["type"] == "missing":
-            problems.append(f"missing key {location!r}")
-        else:
-            message = error["msg"].removeprefix("Value error, ")
-            where = f"{location}: " if location else ""
-            shown = error.get("input")
-            got = "" if isinstance(shown, dict) else f" (got {shown!r})"
-            problems.append(f"{where}{message}{got}")
-    return "; ".join(problems)
 
 
 def _expand_channel_shorthand(raw: dict[str, Any]) -> None:

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, model_validator
 
 from scaletune.errors import InvalidInputError
+from scaletune.spec._errors import describe_validation_error
 from scaletune.spec._frozen import Frozen
 from scaletune.spec._names import (
     CLUSTER_SIZE,
@@ -477,8 +478,6 @@ class TuningJobSpec(Frozen):
         try:
             return TrainingJobSpec.model_validate(raw)
         except ValidationError as exc:
-            from scaletune.spec._loader import describe_validation_error
-
             raise InvalidInputError(describe_validation_error(exc)) from None
 
     @property
