@@ -60,7 +60,7 @@ def measure_sizes(
     size (a gap across a resize is a restart, not a step), the size with the most steps
     first. The time outside steps is the run's as a whole, given to every size: its restarts
     are not a size's start-up. One size: as `measure_run`."""
-    _check_measurable(record, series)
+    # measure_run checks that the run can be measured at all.
     whole = measure_run(record, series, record.instance_count + extra_tasks)
     gaps: dict[int, list[float]] = {}
     steps: dict[int, int] = {}
