@@ -122,6 +122,21 @@ def xgboost_rank1_killed_at_round_7(ctx: WorkerContext) -> None:
     train_xgboost(ctx)
 
 
+def xgboost_held_at_round_5_until_stopped(ctx: WorkerContext) -> None:
+    """Built-in XGBoost whose first attempt waits after round 5 until a stop is asked: a stop
+    asked there lands mid-job however fast the rounds run."""
+    from scaletune.algorithms.xgboost._program import train_xgboost
+
+    if ctx.task.attempt == 1:
+        _at_round(ctx, 5, lambda: _wait_for_stop(ctx))
+    train_xgboost(ctx)
+
+
+def _wait_for_stop(ctx: WorkerContext) -> None:
+    while not ctx.stop_requested():
+        threading.Event().wait(0.01)
+
+
 def xgboost_rank1_killed_every_attempt(ctx: WorkerContext) -> None:
     from scaletune.algorithms.xgboost._program import train_xgboost
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import sys
@@ -31,7 +32,7 @@ from scaletune.training import Stopper
 from scaletune.tuning import TuningController
 from scaletune.worker import Report
 from tests.cluster import programs
-from tests.jobs import run_job
+from tests.jobs import ProgramOverride, run_job
 from tests.tracking.conftest import Relay
 
 ROUNDS = 6
@@ -150,7 +151,12 @@ def test_a_stopped_then_resumed_job_stays_one_run(
         if report.step >= 5:
             stopper.request()
 
-    stopped = controller.run(controller.prepare(spec), stop=stopper, on_report=stop_at_five)
+    job = controller.prepare(spec)
+    job = dataclasses.replace(
+        job,
+        algorithm=ProgramOverride(job.algorithm, programs.xgboost_held_at_round_5_until_stopped),
+    )
+    stopped = controller.run(job, stop=stopper, on_report=stop_at_five)
     assert stopped.status is JobStatus.STOPPED
     controller.tracking.flush(30)
     client = MlflowClient(mlflow_server)
