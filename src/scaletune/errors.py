@@ -21,6 +21,11 @@ class StoreError(ScaletuneError):
     """The store cannot be opened or used (bad URL, schema version mismatch)."""
 
 
+class StoreUnavailableError(StoreError):
+    """The store did not answer (its server down, a connection lost, a lock held by another
+    process) for longer than the wait allowed. The CLI exits with code 3."""
+
+
 class WorkerStartError(ScaletuneError):
     """Worker processes could not be started."""
 

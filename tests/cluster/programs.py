@@ -132,6 +132,20 @@ def xgboost_held_at_round_5_until_stopped(ctx: WorkerContext) -> None:
     train_xgboost(ctx)
 
 
+def xgboost_a_tenth_of_a_second_a_round(ctx: WorkerContext) -> None:
+    """Built-in XGBoost at a pace a test can act within: each round takes 0.1 s more."""
+    from scaletune.algorithms.xgboost._program import train_xgboost
+
+    report = ctx.report
+
+    def paced(step: int, **metrics: float) -> None:
+        report(step, **metrics)
+        threading.Event().wait(0.1)
+
+    ctx.report = paced  # type: ignore[method-assign]
+    train_xgboost(ctx)
+
+
 def _wait_for_stop(ctx: WorkerContext) -> None:
     while not ctx.stop_requested():
         threading.Event().wait(0.01)

@@ -30,7 +30,12 @@ from scaletune.cli._options import (
 )
 from scaletune.cli._render import job_summary, jobs_table, print_json, print_table
 from scaletune.cli._tuning import tune, tuning_app
-from scaletune.errors import InvalidInputError, ScaletuneError, StoreError
+from scaletune.errors import (
+    InvalidInputError,
+    ScaletuneError,
+    StoreError,
+    StoreUnavailableError,
+)
 from scaletune.store import JobStatus, resizes
 
 # Each command imports what it uses when it runs: `scaletune --help` and the commands that
@@ -47,7 +52,10 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    help="Distributed training jobs and automatic model tuning, on your own machines.",
+    help="Distributed training jobs and automatic model tuning, on your own machines.\n\n"
+    "Exit codes: 0 done; 1 an error (a job that did not complete); 2 bad input, named on one "
+    "line; 3 the store did not answer (nothing was changed: run it again once it is back); "
+    "130 interrupted.",
 )
 jobs_app = typer.Typer(no_args_is_help=True, help="Look at and stop training jobs.")
 app.add_typer(jobs_app, name="jobs")
@@ -419,12 +427,16 @@ def _terminate_as_interrupt(signum: int, frame: FrameType | None) -> NoReturn:
 
 
 def main() -> None:
-    """Entry point: project errors become one line on stderr (exit 2 for bad input)."""
+    """Entry point: project errors become one line on stderr (exit 2 for bad input, 3 for a
+    store that does not answer)."""
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)  # `timeout`, `kill`: clean up too
     try:
         code = app(standalone_mode=False)  # returns typer.Exit's code rather than raising it
         if isinstance(code, int) and code:
             sys.exit(code)
+    except StoreUnavailableError as exc:  # nothing was changed: run it again once it is back
+        err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(3)
     except (InvalidInputError, StoreError) as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         sys.exit(2)

@@ -46,9 +46,9 @@ RayAddressOption = Annotated[
 def open_store(store: str | None) -> Store:
     """The store alone, for commands that only read or flag records: no backend, no
     training stack (`with open_store(store) as records: ...`)."""
-    from scaletune.store import Store, resolve_store
+    from scaletune.store import COMMAND_PATIENCE, Store, resolve_store
 
-    return Store(resolve_store(store).url)
+    return Store(resolve_store(store).url, COMMAND_PATIENCE)
 
 
 def open_backend(

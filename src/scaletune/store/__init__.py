@@ -9,6 +9,12 @@ from scaletune._lazy import lazy_names
 if TYPE_CHECKING:
     from scaletune.store._browse import ChangeMark
     from scaletune.store._location import StoreLocation, default_home, resolve_store
+    from scaletune.store._patience import (
+        COMMAND_PATIENCE,
+        CONTROLLER_PATIENCE,
+        NO_WAIT,
+        Patience,
+    )
     from scaletune.store._queries import TrialOrder, TrialRow, TrialSortKey, TuningTotals
     from scaletune.store._records import (
         AttemptRecord,
@@ -31,6 +37,10 @@ _WHERE = {
     "default_home": "_location",
     "resolve_store": "_location",
     "ChangeMark": "_browse",
+    "COMMAND_PATIENCE": "_patience",
+    "CONTROLLER_PATIENCE": "_patience",
+    "NO_WAIT": "_patience",
+    "Patience": "_patience",
     "TrialOrder": "_queries",
     "TrialRow": "_queries",
     "TrialSortKey": "_queries",
@@ -51,6 +61,9 @@ _WHERE = {
 }
 __getattr__ = lazy_names(__name__, _WHERE)
 __all__ = [
+    "COMMAND_PATIENCE",
+    "CONTROLLER_PATIENCE",
+    "NO_WAIT",
     "SCHEMA_VERSION",
     "AttemptRecord",
     "ChangeMark",
@@ -59,6 +72,7 @@ __all__ = [
     "MetricPoint",
     "NewTrainingJob",
     "NewTuningJob",
+    "Patience",
     "RejectedMetric",
     "Resize",
     "Store",

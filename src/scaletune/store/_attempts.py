@@ -7,14 +7,27 @@ from collections.abc import Sequence
 
 from sqlalchemy import Engine, insert, select, update
 
+from scaletune.store._patience import Patience, patient, patient_once
 from scaletune.store._records import AttemptRecord, JobStatus
 from scaletune.store._schema import job_attempts
 
 
-class AttemptLog:
-    def __init__(self, engine: Engine, autocommit: Engine) -> None:
-        self._engine, self._autocommit = engine, autocommit
+def _started(log: AttemptLog, job_id: str, number: int, *_args: object, **_kw: object) -> bool:
+    query = select(job_attempts.c.id).where(
+        job_attempts.c.job_id == job_id, job_attempts.c.number == number
+    )
+    with log._autocommit.connect() as conn:
+        return conn.execute(query).first() is not None
 
+
+class AttemptLog:
+    def __init__(
+        self, engine: Engine, autocommit: Engine, patience: Patience, describe: str
+    ) -> None:
+        self._engine, self._autocommit = engine, autocommit
+        self.patience, self.describe = patience, describe
+
+    @patient_once(_started)
     def start(
         self,
         job_id: str,
@@ -59,6 +72,7 @@ class AttemptLog:
             job_id, number, status=status.value, end_time=end_time, reason=reason, retried=retried
         )
 
+    @patient
     def end_abandoned(self, job_id: str, status: JobStatus, reason: str, end_time: float) -> None:
         """The attempt a dead controller left running ends with its job."""
         with self._engine.begin() as conn:
@@ -71,6 +85,7 @@ class AttemptLog:
                 .values(status=status.value, end_time=end_time, reason=reason)
             )
 
+    @patient
     def of(self, job_id: str) -> list[AttemptRecord]:
         query = (
             select(job_attempts)
@@ -94,7 +109,8 @@ class AttemptLog:
                 for row in conn.execute(query)
             ]
 
-    def _update(self, job_id: str, number: int, **values: object) -> None:
+    @patient
+    def _update(self, /, job_id: str, number: int, **values: object) -> None:
         with self._autocommit.connect() as conn:  # one statement: a transaction by itself
             conn.execute(
                 update(job_attempts)

@@ -8,6 +8,7 @@ migrations live apart, in `_attempts` and `_migrate`)."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Sequence
 from typing import Any, TypeVar
@@ -23,11 +24,24 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
-from scaletune.errors import InvalidInputError, JobNotFoundError, StoreError
+from scaletune.errors import (
+    InvalidInputError,
+    JobNotFoundError,
+    StoreError,
+    StoreUnavailableError,
+)
 from scaletune.store._attempts import AttemptLog
 from scaletune.store._browse import BrowseQueries, job_filters
 from scaletune.store._engine import engines_for, safe_url
 from scaletune.store._migrate import open_schema
+from scaletune.store._patience import (
+    CONTROLLER_PATIENCE,
+    NO_WAIT,
+    Patience,
+    is_transient,
+    patient,
+    patient_once,
+)
 from scaletune.store._queries import TrialQueries
 from scaletune.store._records import (
     JobOutcome,
@@ -66,24 +80,82 @@ _METRIC_OF_JOB = _METRICS_OF_JOB.where(metric_points.c.name == bindparam("name")
 RecordT = TypeVar("RecordT", TrainingJobRecord, TuningJobRecord)
 
 
+def _job_landed(store: Store, job: NewTrainingJob, *_args: object) -> bool:
+    return store._exists(training_jobs, training_jobs.c.id == job.id)
+
+
+def _tuning_job_landed(store: Store, job: NewTuningJob) -> bool:
+    return store._exists(tuning_jobs, tuning_jobs.c.id == job.id)
+
+
+def _ending_landed(store: Store, job_id: str, outcome: JobOutcome, *_args: object) -> bool:
+    c = training_jobs.c
+    return store._exists(
+        training_jobs,
+        c.id == job_id,
+        c.status == outcome.status.value,
+        c.end_time == outcome.end_time,
+    )
+
+
+def _reopen_landed(store: Store, job_id: str) -> bool:
+    c = training_jobs.c
+    return store._exists(training_jobs, c.id == job_id, c.status == JobStatus.PENDING.value)
+
+
+def _points_landed(store: Store, job_id: str, points: Sequence[MetricPoint]) -> bool:
+    """One batch is one transaction: its first point stored means all of it is."""
+    return _reported_landed(store, metric_points, job_id, points[0])
+
+
+def _rejected_landed(store: Store, job_id: str, rejected: Sequence[RejectedMetric]) -> bool:
+    return _reported_landed(store, rejected_metrics, job_id, rejected[0])
+
+
+def _reported_landed(
+    store: Store, table: Any, job_id: str, point: MetricPoint | RejectedMetric
+) -> bool:
+    c = table.c
+    return store._exists(
+        table, c.job_id == job_id, c.name == point.name, c.step == point.step, c.time == point.time
+    )
+
+
 class Store:
-    def __init__(self, url: str) -> None:
+    """Every operation waits out an unreachable database as `patience` allows (a controller's
+    store by default), then raises StoreUnavailableError; opening one does not wait."""
+
+    def __init__(self, url: str, patience: Patience = CONTROLLER_PATIENCE) -> None:
         self.url = url
+        self.describe = f"store {safe_url(url)!r}"
         self._engine, self._autocommit = engines_for(url)
-        self.attempts = AttemptLog(self._engine, self._autocommit)
-        self.trials = TrialQueries(self._autocommit)  # reads over a tuning job's trials
-        self.browse = BrowseQueries(self._autocommit)  # counts and change marks, for pages
+        self._set_patience(patience)
         try:
             self._open_schema()
         except SQLAlchemyError as exc:
             self.close()
-            raise StoreError(
-                f"cannot open store {safe_url(url)!r}: {exc.__class__.__name__}: "
-                f"{str(exc).splitlines()[0]}"
+            what = "is unreachable" if is_transient(exc) else "cannot be opened"
+            error = StoreUnavailableError if is_transient(exc) else StoreError
+            raise error(
+                f"{self.describe} {what}: {exc.__class__.__name__}: "
+                f"{str(exc.orig if hasattr(exc, 'orig') else exc).strip().splitlines()[0]}"
             ) from None
         except StoreError:
             self.close()
             raise
+
+    def _set_patience(self, patience: Patience) -> None:
+        self.patience = patience
+        self.attempts = AttemptLog(self._engine, self._autocommit, patience, self.describe)
+        self.trials = TrialQueries(self._autocommit)  # reads over a tuning job's trials
+        self.browse = BrowseQueries(self._autocommit)  # counts and change marks, for pages
+
+    def without_waiting(self) -> Store:
+        """This store (its connections shared) whose operations do not wait for an
+        unreachable database: for a check that can be asked again later. Not to be closed."""
+        hurried = copy.copy(self)
+        hurried._set_patience(NO_WAIT)
+        return hurried
 
     def close(self) -> None:
         self._engine.dispose()
@@ -97,6 +169,7 @@ class Store:
 
     # -- training jobs ---------------------------------------------------------------------
 
+    @patient_once(_job_landed)
     def create_training_job(self, job: NewTrainingJob, metrics: Sequence[MetricPoint] = ()) -> None:
         """A new job (Pending); `metrics`: reports it starts with (inherited with another
         job's checkpoint), written in the same transaction."""
@@ -131,6 +204,7 @@ class Store:
     def mark_in_progress(self, job_id: str, start_time: float, pid: int, host: str) -> None:
         self._mark_started(training_jobs, job_id, start_time, pid, host)
 
+    @patient_once(_ending_landed)
     def finish_training_job(
         self, job_id: str, outcome: JobOutcome, metrics: Sequence[MetricPoint] = ()
     ) -> None:
@@ -157,6 +231,7 @@ class Store:
                 },
             )
 
+    @patient
     def abandon_training_job(
         self, job_id: str, status: JobStatus, reason: str, end_time: float
     ) -> None:
@@ -174,6 +249,7 @@ class Store:
                 .values(status=status.value, end_time=end_time, reason=reason)
             )
 
+    @patient_once(_reopen_landed)
     def reopen_training_job(self, job_id: str) -> None:
         """A Stopped, Failed or Paused job becomes Pending again, for a new attempt (`jobs
         resume`, a promotion); one transaction, so two resumes of the same job cannot both go
@@ -197,6 +273,7 @@ class Store:
                     "Paused job resumes"
                 )
 
+    @patient
     def end_paused_training_job(self, job_id: str, reason: str) -> bool:
         """A Paused trial that will not go on becomes Stopped, its pause's times and billing
         kept; False if it was not Paused."""
@@ -211,6 +288,7 @@ class Store:
             )
         return bool(found.rowcount == 1)
 
+    @patient
     def end_paused_trials(self, tuning_id: str, why: str) -> int:
         """A tuning job's trials still Paused as it ends become Stopped, in one statement
         (`why` is added to each pause's reason); how many."""
@@ -240,7 +318,8 @@ class Store:
         caller); it resizes at its next checkpoint, and keeps to it while capacity allows."""
         return self._ask(job_id, requested_size=size)
 
-    def _ask(self, job_id: str, **values: object) -> TrainingJobRecord:
+    @patient
+    def _ask(self, /, job_id: str, **values: object) -> TrainingJobRecord:
         """Set what a job's controller is asked to do; the job as it is then (an unknown id
         raises JobNotFoundError, and nothing is written)."""
         with self._engine.begin() as conn:
@@ -248,6 +327,7 @@ class Store:
             conn.execute(update(training_jobs).where(training_jobs.c.id == job_id).values(**values))
             return self._get(conn, job_id)
 
+    @patient
     def requested_size(self, job_id: str) -> int | None:
         with self._autocommit.connect() as conn:
             value = conn.execute(
@@ -255,6 +335,7 @@ class Store:
             ).scalar_one_or_none()
         return None if value is None else int(value)
 
+    @patient
     def is_stop_requested(self, job_id: str) -> bool:
         with self._autocommit.connect() as conn:
             value = conn.execute(
@@ -262,10 +343,12 @@ class Store:
             ).scalar_one_or_none()
         return bool(value)
 
+    @patient
     def get_training_job(self, job_id: str) -> TrainingJobRecord:
         with self._autocommit.connect() as conn:
             return self._get(conn, job_id)
 
+    @patient
     def list_training_jobs(
         self,
         *,
@@ -307,6 +390,7 @@ class Store:
             values["full_resource"] = full_resource
         self._update(training_jobs, job_id, **values)
 
+    @patient
     def training_jobs_of(self, tuning_job_id: str) -> list[TrainingJobRecord]:
         query = (
             select(training_jobs)
@@ -318,6 +402,7 @@ class Store:
 
     # -- tuning jobs -----------------------------------------------------------------------
 
+    @patient_once(_tuning_job_landed)
     def create_tuning_job(self, job: NewTuningJob) -> None:
         with self._engine.begin() as conn:
             conn.execute(
@@ -364,6 +449,7 @@ class Store:
         self._update(tuning_jobs, tuning_id, stop_requested=True)
         return self.get_tuning_job(tuning_id)
 
+    @patient
     def is_tuning_stop_requested(self, tuning_id: str) -> bool:
         with self._autocommit.connect() as conn:
             value = conn.execute(
@@ -371,6 +457,7 @@ class Store:
             ).scalar_one_or_none()
         return bool(value)
 
+    @patient
     def get_tuning_job(self, tuning_id: str) -> TuningJobRecord:
         with self._autocommit.connect() as conn:
             row = conn.execute(select(tuning_jobs).where(tuning_jobs.c.id == tuning_id)).first()
@@ -378,6 +465,7 @@ class Store:
             raise JobNotFoundError(tuning_id, kind="tuning job")
         return _tuning_record(row._mapping)
 
+    @patient
     def list_tuning_jobs(
         self, *, limit: int | None = None, offset: int = 0
     ) -> list[TuningJobRecord]:
@@ -403,18 +491,21 @@ class Store:
             controller_host=host,
         )
 
-    def _update(self, table: Any, row_id: str, **values: object) -> None:
+    @patient
+    def _update(self, /, table: Any, row_id: str, **values: object) -> None:
         with self._autocommit.connect() as conn:  # one statement: a transaction by itself
             conn.execute(_UPDATE_BY_ID[table.name], {"row_id": row_id, **values})
 
     # -- metrics ---------------------------------------------------------------------------
 
+    @patient_once(_points_landed)
     def append_metrics(self, job_id: str, points: Sequence[MetricPoint]) -> None:
         if not points:
             return
         with self._engine.begin() as conn:
             conn.execute(insert(metric_points), _metric_rows(job_id, points))
 
+    @patient_once(_rejected_landed)
     def append_rejected(self, job_id: str, rejected: Sequence[RejectedMetric]) -> None:
         if not rejected:
             return
@@ -433,6 +524,7 @@ class Store:
                 ],
             )
 
+    @patient
     def discard_metrics_after(self, job_id: str, step: int | None) -> int:
         """Forget what a job reported past `step` (everything, for None): a retry resumed
         from the checkpoint of that step reports those steps again. Returns points removed."""
@@ -445,6 +537,7 @@ class Store:
                 removed += conn.execute(query).rowcount or 0
         return removed
 
+    @patient
     def rejected(self, job_id: str) -> list[RejectedMetric]:
         query = (
             select(
@@ -459,6 +552,7 @@ class Store:
         with self._autocommit.connect() as conn:
             return [RejectedMetric(*row) for row in conn.execute(query)]
 
+    @patient
     def metrics(self, job_id: str, name: str | None = None) -> list[MetricPoint]:
         query, values = (
             (_METRICS_OF_JOB, {"job_id": job_id})
@@ -469,6 +563,10 @@ class Store:
             return [MetricPoint(*row) for row in conn.execute(query, values)]
 
     # -- internals -------------------------------------------------------------------------
+
+    def _exists(self, table: Any, *where: Any) -> bool:
+        with self._autocommit.connect() as conn:
+            return conn.execute(select(table.c[0]).where(*where).limit(1)).first() is not None
 
     def _get(self, conn: Connection, job_id: str) -> TrainingJobRecord:
         row = conn.execute(_JOB_BY_ID, {"job_id": job_id}).first()

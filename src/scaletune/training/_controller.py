@@ -22,6 +22,7 @@ from scaletune.errors import (
     ClusterTooSmallError,
     InvalidInputError,
     LaunchAbandonedError,
+    StoreUnavailableError,
     WorkerStartError,
 )
 from scaletune.spec import TrainingJobSpec, describe_validation_error
@@ -46,6 +47,7 @@ from scaletune.training._attempt import (
 from scaletune.training._ids import new_job_id
 from scaletune.training._inherit import copy_checkpoint, read_inheritance
 from scaletune.training._paths import SCRATCH_PREFIX, JobPaths
+from scaletune.training._report_writer import ReportWriter, replay
 from scaletune.training._staging import JobStaging, check_writable
 from scaletune.training._stopper import Stopper
 from scaletune.training._supervise import (
@@ -210,6 +212,7 @@ class TrainingController:
             _checkpoints(spec, paths),
         )
         self.store.reopen_training_job(job_id)  # last: nothing changes if a check failed
+        replay(self.store, job_id, paths.unsent_reports)  # what an outage left unwritten
         # Now, not when it starts: a tuning job rebuilds its scheduler from these reports.
         reached = self._last_step(job_id)
         resume = None if job.checkpoints is None else resume_point(job.checkpoints, reached)
@@ -247,6 +250,7 @@ class TrainingController:
             started,
         )
         live = LiveAttempt()
+        writer = ReportWriter(self.store, job.id, job.paths.unsent_reports)
         interrupted = False
         tracker = Trackers([])
         reported = on_report or _ignore
@@ -269,9 +273,13 @@ class TrainingController:
                     started,
                     state,
                     live,
+                    writer,
                     on_started,
                     reported,
                 )
+                writer.metrics(state.pending)
+                state.pending.clear()
+                writer.drain()  # what comes next reads them
                 if ending.resize_to is None and not self._retryable(job, ending, stop):
                     break
                 live.end(completed=False)  # a resize's workers finished: they go back warm
@@ -280,7 +288,6 @@ class TrainingController:
                     break
                 size, counted = following
                 retries += counted
-                self.store.append_metrics(job.id, state.pending)
                 self.store.attempts.end(
                     job.id,
                     state.number,
@@ -313,26 +320,30 @@ class TrainingController:
             if staging is not None:
                 staging.remove()
             shutil.rmtree(scratch, ignore_errors=True)
-            self.store.append_metrics(job.id, state.pending)
             now, ended = self.clock.time(), self.clock.monotonic()
             wall = earlier_wall + ended - started
             billable = billing.add(job.spec.tasks_at(state.size), ended)
-            self.store.attempts.end(
-                job.id, state.number, status=ending.status, end_time=now, reason=ending.reason
-            )
-            self.store.finish_training_job(
-                job.id,
-                JobOutcome(
-                    status=ending.status,
-                    start_time=start_time,
-                    end_time=now,
-                    wall_seconds=wall,
-                    billable_seconds=billable,
-                    final_metrics=state.final_metrics,
-                    failure_reason=ending.reason,
-                    artifact=artifact,
-                ),
-            )
+            writer.metrics(state.pending)
+            try:  # a store away longer than its patience raises here, its reports kept
+                writer.drain()
+                self.store.attempts.end(
+                    job.id, state.number, status=ending.status, end_time=now, reason=ending.reason
+                )
+                self.store.finish_training_job(
+                    job.id,
+                    JobOutcome(
+                        status=ending.status,
+                        start_time=start_time,
+                        end_time=now,
+                        wall_seconds=wall,
+                        billable_seconds=billable,
+                        final_metrics=state.final_metrics,
+                        failure_reason=ending.reason,
+                        artifact=artifact,
+                    ),
+                )
+            finally:
+                writer.close()
             tracker.finish(
                 JobEnd(
                     ending.status,
@@ -402,6 +413,7 @@ class TrainingController:
         started: float,
         state: AttemptState,
         live: LiveAttempt,
+        writer: ReportWriter,
         on_started: Callable[[Group], None] | None,
         on_report: Callable[[Report], None],
     ) -> Ending:
@@ -440,10 +452,10 @@ class TrainingController:
         if on_started is not None:
             on_started(live.group)
         return supervise(
-            job_id=job.id,
             spec=job.spec,
             log_path=job.paths.log_path,
-            store=self.store,
+            writer=writer,
+            asked_to_stop=self._asked_to_stop(job.id),
             clock=self.clock,
             timing=self.timing,
             group=live.group,
@@ -477,21 +489,39 @@ class TrainingController:
             return None
         return fits, True
 
-    def _placeable(self, job: PreparedJob, held: int = 0) -> int:
+    def _placeable(self, job: PreparedJob, held: int = 0, store: Store | None = None) -> int:
         """The size to train at: a fixed job's; an elastic job's as asked (`jobs resize`,
         else its most) as far as the capacity free beside its `held` workers allows, never
         below its fewest (placing those waits for room)."""
         spec = job.spec
         if not spec.elastic:
             return spec.instance_count
-        asked = self.store.requested_size(job.id) or spec.instance_count
+        asked = (store or self.store).requested_size(job.id) or spec.instance_count
         free = self.backend.capacity(spec.cluster)
         fits = asked if free is None else min(asked, held + free)
         return max(fits, spec.min_workers)
 
+    def _asked_to_stop(self, job_id: str) -> Callable[[], bool]:
+        """Whether `jobs stop` asked, read without waiting: while the store is away, the
+        workers train on and the next check asks again."""
+        hurried = self.store.without_waiting()
+
+        def asked() -> bool:
+            try:
+                return hurried.is_stop_requested(job_id)
+            except StoreUnavailableError:
+                return False
+
+        return asked
+
     def _resize_check(self, job: PreparedJob, size: int) -> ResizeCheck:
+        hurried = self.store.without_waiting()
+
         def check() -> Resizing | None:
-            wanted = self._placeable(job, held=size)
+            try:
+                wanted = self._placeable(job, held=size, store=hurried)
+            except StoreUnavailableError:  # asked again at the next check
+                return None
             if wanted == size:
                 return None
             if wanted > size:

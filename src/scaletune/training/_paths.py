@@ -16,6 +16,7 @@ class JobPaths:
     logs: Path
     artifact: Path  # the model folder, published only when the job completes
     checkpoints: Path | str = Path()  # a folder, or a URL (checkpoint.path)
+    unsent_reports: Path = Path()  # reports waiting for the store past the writer's bound
 
     @classmethod
     def for_job(cls, jobs_dir: Path, job_id: str, spec: TrainingJobSpec) -> JobPaths:
@@ -38,7 +39,12 @@ class JobPaths:
             if isinstance(where, str)
             else where / job_id
         )
-        return cls(logs=root / "logs", artifact=output / "model", checkpoints=checkpoints)
+        return cls(
+            logs=root / "logs",
+            artifact=output / "model",
+            checkpoints=checkpoints,
+            unsent_reports=root / "unsent-reports.jsonl",
+        )
 
     def log_path(self, rank: int) -> Path:
         return self.logs / f"worker-{rank}.log"

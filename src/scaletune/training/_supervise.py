@@ -1,4 +1,4 @@
-"""One attempt of a job, watched to its end: reports into the store, stops, the deadline,
+"""One attempt of a job, watched to its end: reports to the store's writer, stops, the deadline,
 workers that fail, die or fall silent; and which of those endings a retry can mend."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from pathlib import Path
 from scaletune.clock import Clock
 from scaletune.cluster import Group
 from scaletune.spec import TrainingJobSpec
-from scaletune.store import JobStatus, MetricPoint, RejectedMetric, Store
+from scaletune.store import JobStatus, MetricPoint, RejectedMetric
+from scaletune.training._report_writer import ReportWriter
 from scaletune.training._stopper import Stopper
 from scaletune.worker import CheckpointSaved, Exited, Failed, Finished, LogOutput, Report
 
@@ -72,10 +73,10 @@ class Timing:
 
 def supervise(
     *,
-    job_id: str,
     spec: TrainingJobSpec,
     log_path: Callable[[int], Path],
-    store: Store,
+    writer: ReportWriter,
+    asked_to_stop: Callable[[], bool],
     clock: Clock,
     timing: Timing,
     group: Group,
@@ -103,20 +104,19 @@ def supervise(
                     state.pending.append(MetricPoint(name, event.step, value, event.time))
                     state.final_metrics[name] = value
                 state.last_step = max(state.last_step or event.step, event.step)
-                if event.rejected:  # rare: written at once
-                    store.append_rejected(
-                        job_id,
+                if event.rejected:  # rare: handed over at once
+                    writer.rejected(
                         [
                             RejectedMetric(name, event.step, text, event.time)
                             for name, text in event.rejected.items()
-                        ],
+                        ]
                     )
                 on_report(event)
             elif isinstance(event, CheckpointSaved):
                 # The reports up to it first: a resume needs every one of them stored.
-                store.append_metrics(job_id, state.pending)
+                writer.metrics(state.pending)
                 state.pending.clear()
-                store.attempts.set_checkpoint(job_id, state.number, event.step)
+                writer.checkpoint(state.number, event.step)
             elif isinstance(event, LogOutput):
                 append_log(log_path, event)
             elif isinstance(event, Finished):
@@ -146,7 +146,7 @@ def supervise(
             )
         if now >= next_flush:
             next_flush = now + timing.metrics_flush_seconds
-            store.append_metrics(job_id, state.pending)
+            writer.metrics(state.pending)
             state.pending.clear()
         if stopping is not None:
             if now >= grace_ends:  # the program did not stop by itself: it is killed
@@ -154,7 +154,7 @@ def supervise(
             continue
         if stop.is_set():
             stopping = Ending(stop.status, stop.reason)
-        elif now >= next_stop_check and store.is_stop_requested(job_id):
+        elif now >= next_stop_check and asked_to_stop():
             stopping = Ending(JobStatus.STOPPED, "stop requested")
         elif now >= deadline:
             stopping = Ending(
