@@ -284,13 +284,25 @@ def console_command(
         list[str] | None,
         typer.Option("--allow-host", help="Another Host name to answer to (a proxy's)."),
     ] = None,
+    max_live_pages: Annotated[
+        int,
+        typer.Option(
+            min=1, help="Live pages (event streams) served at once; more are told to wait."
+        ),
+    ] = 64,
 ) -> None:
     """A live web console: jobs, tuning jobs, their charts and logs, Stop buttons."""
     from scaletune.console import open_console
     from scaletune.store import resolve_store
 
     console = open_console(
-        open_store(store), host, port, token=token, read_only=read_only, allow_hosts=allow_host
+        open_store(store),
+        host,
+        port,
+        token=token,
+        read_only=read_only,
+        allow_hosts=allow_host,
+        max_live_pages=max_live_pages,
     )
     out.print(f"scaletune console: {console.url}", highlight=False, soft_wrap=True)
     out.file.flush()

@@ -21,7 +21,12 @@ from starlette.templating import Jinja2Templates
 
 from scaletune.console import _data, _live, _pages
 from scaletune.console._security import CSRF_FIELD, Access, AccessMiddleware
-from scaletune.console._state import ConsoleState, console_state
+from scaletune.console._state import (
+    DEFAULT_MAX_STREAMS,
+    ConsoleState,
+    StreamSlots,
+    console_state,
+)
 from scaletune.errors import JobNotFoundError, ScaletuneError, StoreError
 from scaletune.store import Store
 from scaletune.views import STATIC_PACKAGE, template_environment
@@ -34,11 +39,13 @@ def create_app(
     access: Access,
     allowed_hosts: list[str] | None = None,
     poll_seconds: float = 1.0,
+    max_streams: int = DEFAULT_MAX_STREAMS,
 ) -> Starlette:
     """The console over an open store (the caller closes it). `allowed_hosts`: the Host
-    header values it answers to (default: loopback names only)."""
+    header values it answers to (default: loopback names only); `max_streams`: the live
+    pages it serves at once."""
     templates = Jinja2Templates(env=template_environment())
-    state = ConsoleState(store, access, templates, poll_seconds)
+    state = ConsoleState(store, access, templates, poll_seconds, streams=StreamSlots(max_streams))
 
     def context(request: Request) -> dict[str, Any]:
         return {

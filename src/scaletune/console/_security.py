@@ -8,7 +8,9 @@
   and from this console's own pages: a browser's `Origin` must be this console's and its
   `Sec-Fetch-Site` same-origin. Refused with 403 under --read-only.
 - The Host header must be one this console answers to (no DNS rebinding), and pages carry a
-  content security policy that allows only the console's own scripts."""
+  content security policy that allows only the console's own scripts.
+- A change's body is a small form: one past `MAX_BODY_BYTES`, or of no stated length, is
+  refused before it is read."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ TOKEN_COOKIE = "scaletune_console_token"
 CSRF_HEADER = "x-csrf-token"
 CSRF_FIELD = "csrf_token"
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+MAX_BODY_BYTES = 16 * 1024  # a Stop form is a CSRF token
 _CONTENT_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
@@ -112,6 +115,13 @@ class AccessMiddleware:
             return None
         if self.access.read_only:
             return PlainTextResponse("403: this console is read-only", status_code=403)
+        length = headers.get("content-length")
+        if length is None and "transfer-encoding" in headers:
+            return PlainTextResponse("411: a change states its length", status_code=411)
+        if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
+            return PlainTextResponse(
+                f"413: a change's body is at most {MAX_BODY_BYTES} bytes", status_code=413
+            )
         origin = headers.get("origin")
         if origin is not None and origin != _own_origin(scope, headers):
             return PlainTextResponse(f"403: cross-origin request from {origin}", 403)

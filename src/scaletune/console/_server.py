@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from scaletune.console._app import LOOPBACK_NAMES, create_app
 from scaletune.console._security import Access, is_loopback
+from scaletune.console._state import DEFAULT_MAX_STREAMS
 from scaletune.errors import InvalidInputError
 from scaletune.store import Store
 
@@ -25,6 +26,7 @@ class Console:
     sock: socket.socket
     host: str
     allowed_hosts: list[str]
+    max_live_pages: int = DEFAULT_MAX_STREAMS
 
     @property
     def port(self) -> int:
@@ -41,7 +43,9 @@ class Console:
     def serve(self) -> None:
         import uvicorn
 
-        app = create_app(self.store, self.access, self.allowed_hosts)
+        app = create_app(
+            self.store, self.access, self.allowed_hosts, max_streams=self.max_live_pages
+        )
         config = uvicorn.Config(
             app,
             log_level="warning",
@@ -64,6 +68,7 @@ def open_console(
     token: str | None = None,
     read_only: bool = False,
     allow_hosts: list[str] | None = None,
+    max_live_pages: int = DEFAULT_MAX_STREAMS,
 ) -> Console:
     if not 0 <= port <= 65535:
         raise InvalidInputError(f"--port {port}: a port from 0 to 65535 (0: any free one)")
@@ -91,7 +96,7 @@ def open_console(
         # the names and addresses this machine is reached by (never "*": that would let a
         # rebound DNS name through), plus --allow-host for a proxy's name
         allowed += [host, socket.gethostname(), socket.getfqdn(), *_interface_addresses()]
-    return Console(store, access, sock, host, allowed)
+    return Console(store, access, sock, host, allowed, max_live_pages)
 
 
 def _interface_addresses() -> list[str]:

@@ -39,6 +39,30 @@ class ChartCache:
         return value
 
 
+class StreamSlots:
+    """How many live pages (event streams) are open, bounded: each holds a connection and
+    polls the store, so past the bound a page is told to wait rather than served."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.open = 0
+        self._lock = threading.Lock()
+
+    def take(self) -> bool:
+        with self._lock:
+            if self.open >= self.limit:
+                return False
+            self.open += 1
+            return True
+
+    def give_back(self) -> None:
+        with self._lock:
+            self.open -= 1
+
+
+DEFAULT_MAX_STREAMS = 64
+
+
 @dataclass
 class ConsoleState:
     store: Store
@@ -46,6 +70,7 @@ class ConsoleState:
     templates: Jinja2Templates
     poll_seconds: float = 1.0  # how often live pages look for changes in the store
     cache: ChartCache = field(default_factory=ChartCache)
+    streams: StreamSlots = field(default_factory=lambda: StreamSlots(DEFAULT_MAX_STREAMS))
 
 
 def console_state(request: Request) -> ConsoleState:

@@ -5,6 +5,7 @@
   const live = document.getElementById("live");
   const banner = document.getElementById("banner");
   let lastMark = null;
+  let busy = false;
 
   function say(text, kind) {
     if (!text) { banner.hidden = true; banner.textContent = ""; return; }
@@ -33,7 +34,15 @@
       live.className = "live off";
       say("The store cannot be read: " + event.data + " (retrying)", "error");
     });
+    source.addEventListener("busy", function (event) {
+      live.textContent = "waiting";
+      live.className = "live off";
+      say("Live updates wait: " + event.data, "warn");
+      busy = true;
+    });
     source.addEventListener("error", function () {
+      if (busy) { busy = false; return; }   // turned away: it asks again by itself
+
       live.textContent = "reconnecting…";
       live.className = "live off";
       say("Connection to the console lost; reconnecting…", "warn");
