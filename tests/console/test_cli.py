@@ -25,15 +25,22 @@ def _console(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_a_store_that_cannot_be_opened_is_one_line_and_exit_2(tmp_path: Path) -> None:
+def test_a_store_that_cannot_be_opened_is_one_line_exit_2_or_3_when_unreachable(
+    tmp_path: Path,
+) -> None:
     (tmp_path / "not-a-folder").write_text("a file where a folder should be")
-    for store, named in (
-        (str(tmp_path / "not-a-folder" / "x.db"), "not-a-folder"),
-        ("postgresql+psycopg://scaletune@127.0.0.1:1/nothing", "127.0.0.1:1"),
+    for store, named, code, said in (
+        (str(tmp_path / "not-a-folder" / "x.db"), "not-a-folder", 2, "error: cannot"),
+        (  # no server there: a store that may come back, exit code 3
+            "postgresql+psycopg://scaletune@127.0.0.1:1/nothing",
+            "127.0.0.1:1",
+            3,
+            "error: store 'postgresql+psycopg://scaletune@127.0.0.1:1/nothing' is unreachable",
+        ),
     ):
         done = _console("--store", store, "--port", "0")
-        assert done.returncode == 2, done.stderr
-        assert done.stderr.startswith("error: cannot") and named in done.stderr
+        assert done.returncode == code, done.stderr
+        assert done.stderr.startswith(said) and named in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
 
 

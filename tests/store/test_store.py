@@ -14,6 +14,7 @@ from scaletune.store import (
     JobStatus,
     MetricPoint,
     NewTrainingJob,
+    NewTuningJob,
     RejectedMetric,
     Store,
     resolve_store,
@@ -290,6 +291,27 @@ def test_a_version_8_store_gains_the_indexes_trial_pages_by_objective_read(
         "ix_training_jobs_tuning_objective_high",
         "ix_training_jobs_tuning_objective_low",
     } <= _index_names(url)
+
+
+def test_a_version_10_store_gains_tuning_job_leases(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'v10.db'}"
+    with Store(url) as store:
+        store.create_tuning_job(
+            NewTuningJob(id="old-tuning", name=None, strategy="Random", spec={}, created_at=1.0)
+        )
+    engine = create_engine(url)
+    with engine.begin() as conn:  # as version 10 left it
+        for column in ("lease_holder", "lease_expires"):
+            conn.execute(text(f"ALTER TABLE tuning_jobs DROP COLUMN {column}"))
+        conn.execute(update(meta).where(meta.c.key == "schema_version").values(value="10"))
+    engine.dispose()
+    with Store(url) as store:
+        assert store.get_tuning_job("old-tuning").lease_holder is None
+        assert store.take_tuning_lease("old-tuning", "me", 5.0, 65.0) is None
+        taken = store.take_tuning_lease("old-tuning", "another", 6.0, 66.0)
+        assert taken is not None and taken.lease_holder == "me" and taken.lease_expires == 65.0
+        assert store.take_tuning_lease("old-tuning", "another", 66.0, 126.0) is None  # lapsed
+        assert not store.renew_tuning_lease("old-tuning", "me", 130.0)
 
 
 def test_attempts_are_recorded_and_a_dead_controllers_attempt_ends_with_its_job(

@@ -43,12 +43,14 @@ RayAddressOption = Annotated[
 ]
 
 
-def open_store(store: str | None) -> Store:
+def open_store(store: str | None, *, controller: bool = False) -> Store:
     """The store alone, for commands that only read or flag records: no backend, no
-    training stack (`with open_store(store) as records: ...`)."""
-    from scaletune.store import COMMAND_PATIENCE, Store, resolve_store
+    training stack (`with open_store(store) as records: ...`). Such a command waits 5 s for
+    a store that stops answering; a `controller` (a replay writing a tuning job) waits as
+    long as a training or tuning controller does."""
+    from scaletune.store import COMMAND_PATIENCE, CONTROLLER_PATIENCE, Store, resolve_store
 
-    return Store(resolve_store(store).url, COMMAND_PATIENCE)
+    return Store(resolve_store(store).url, CONTROLLER_PATIENCE if controller else COMMAND_PATIENCE)
 
 
 def open_backend(

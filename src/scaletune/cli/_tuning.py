@@ -192,7 +192,7 @@ def tuning_replay(
 
     from scaletune.simulation import replay_tuning
 
-    with open_store(store) as records:
+    with open_store(store, controller=True) as records:
         record = replay_tuning(records, tuning_id, overrides or (), start_time=time.time())
         summary = _summarize(records, record.id)
     if not json_output:

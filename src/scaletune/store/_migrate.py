@@ -13,10 +13,12 @@ from scaletune.store._schema import (
     TRAINING_JOB_COLUMNS_V6,
     TRAINING_JOB_COLUMNS_V7,
     TRAINING_JOB_COLUMNS_V10,
+    TUNING_JOB_COLUMNS_V11,
     job_attempts,
     meta,
     metadata,
     training_jobs,
+    tuning_jobs,
 )
 
 
@@ -68,6 +70,12 @@ def open_schema(conn: Connection) -> str | None:
             if column not in present:
                 conn.execute(text(f"ALTER TABLE training_jobs ADD COLUMN {column} {sql_type}"))
         version = _set_version(conn, "10")
+    if version == "10":  # version 11: a tuning job's lease, so that one controller runs it
+        present = {column["name"] for column in inspect(conn).get_columns(tuning_jobs.name)}
+        for column, sql_type in TUNING_JOB_COLUMNS_V11:
+            if column not in present:
+                conn.execute(text(f"ALTER TABLE tuning_jobs ADD COLUMN {column} {sql_type}"))
+        version = _set_version(conn, "11")
     return version
 
 

@@ -151,6 +151,8 @@ class TuningJobRecord:
     stop_requested: bool
     controller_pid: int | None
     controller_host: str | None
+    lease_holder: str | None = None  # the controller that runs it (`tuning._lease`)
+    lease_expires: float | None = None  # until when, unless it renews
 
 
 @dataclass(frozen=True)

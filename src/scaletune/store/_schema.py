@@ -18,7 +18,7 @@ from sqlalchemy import (
     Text,
 )
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 metadata = MetaData()
 
@@ -144,7 +144,11 @@ tuning_jobs = Table(
     Column("stop_requested", Boolean, nullable=False, default=False),
     Column("controller_pid", Integer),
     Column("controller_host", String(255)),
+    # The controller running it, and until when it may without renewing (version 11).
+    Column("lease_holder", String(128)),
+    Column("lease_expires", Float),
 )
+TUNING_JOB_COLUMNS_V11 = (("lease_holder", "VARCHAR(128)"), ("lease_expires", "FLOAT"))
 
 
 def _reported(name: str, value: Column[Any], index: Index) -> Table:

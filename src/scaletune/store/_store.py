@@ -18,6 +18,7 @@ from sqlalchemy import (
     delete,
     func,
     insert,
+    or_,
     select,
     update,
 )
@@ -134,11 +135,13 @@ class Store:
             self._open_schema()
         except SQLAlchemyError as exc:
             self.close()
-            what = "is unreachable" if is_transient(exc) else "cannot be opened"
-            error = StoreUnavailableError if is_transient(exc) else StoreError
-            raise error(
-                f"{self.describe} {what}: {exc.__class__.__name__}: "
-                f"{str(exc.orig if hasattr(exc, 'orig') else exc).strip().splitlines()[0]}"
+            cause = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+            if is_transient(exc):  # nothing was changed: the command can be run again
+                raise StoreUnavailableError(
+                    f"{self.describe} is unreachable: {exc.__class__.__name__}: {cause}"
+                ) from None
+            raise StoreError(
+                f"cannot open store {safe_url(url)!r}: {exc.__class__.__name__}: {cause}"
             ) from None
         except StoreError:
             self.close()
@@ -425,6 +428,7 @@ class Store:
     def set_tuning_best(self, tuning_id: str, job_id: str, objective: float) -> None:
         self._update(tuning_jobs, tuning_id, best_training_job=job_id, best_objective=objective)
 
+    @patient
     def finish_tuning_job(
         self,
         tuning_id: str,
@@ -432,17 +436,74 @@ class Store:
         end_time: float,
         wall_seconds: float,
         reason: str | None = None,
-    ) -> None:
+        *,
+        holder: str | None = None,
+    ) -> bool:
+        """Record how it ended and free its lease; with `holder`, only if that controller
+        still holds it (one that lost it to another writes nothing). Whether it was written."""
         if not status.is_terminal:
             raise ValueError(f"{status} is not a final status")
-        self._update(
-            tuning_jobs,
-            tuning_id,
-            status=status.value,
-            end_time=end_time,
-            wall_seconds=wall_seconds,
-            failure_reason=reason,
+        c = tuning_jobs.c
+        query = update(tuning_jobs).where(c.id == tuning_id)
+        if holder is not None:
+            query = query.where(c.lease_holder == holder)
+        with self._autocommit.connect() as conn:
+            done = conn.execute(
+                query.values(
+                    status=status.value,
+                    end_time=end_time,
+                    wall_seconds=wall_seconds,
+                    failure_reason=reason,
+                    lease_holder=None,
+                    lease_expires=None,
+                )
+            )
+        return bool(done.rowcount == 1)
+
+    @patient
+    def take_tuning_lease(
+        self,
+        tuning_id: str,
+        holder: str,
+        now: float,
+        until: float,
+        *,
+        from_dead: str | None = None,
+    ) -> TuningJobRecord | None:
+        """Give `holder` the right to run the tuning job until `until`, unless another
+        controller holds it past `now` (`from_dead`: a holder known to be dead, whose lease
+        is taken whenever it lives): None when taken, else the job as it is (its holder)."""
+        c = tuning_jobs.c
+        free = or_(
+            c.lease_holder.is_(None),
+            c.lease_holder == holder,
+            c.lease_expires < now,
+            c.lease_holder == from_dead,
         )
+        with self._engine.begin() as conn:
+            done = conn.execute(
+                update(tuning_jobs)
+                .where(c.id == tuning_id, free)
+                .values(lease_holder=holder, lease_expires=until)
+            )
+            if done.rowcount == 1:
+                return None
+            row = conn.execute(select(tuning_jobs).where(c.id == tuning_id)).first()
+        if row is None:
+            raise JobNotFoundError(tuning_id, kind="tuning job")
+        return _tuning_record(row._mapping)
+
+    @patient
+    def renew_tuning_lease(self, tuning_id: str, holder: str, until: float) -> bool:
+        """Keep the lease until `until`; False if another controller has taken it."""
+        c = tuning_jobs.c
+        with self._autocommit.connect() as conn:
+            done = conn.execute(
+                update(tuning_jobs)
+                .where(c.id == tuning_id, c.lease_holder == holder)
+                .values(lease_expires=until)
+            )
+        return bool(done.rowcount == 1)
 
     def request_tuning_stop(self, tuning_id: str) -> TuningJobRecord:
         self.get_tuning_job(tuning_id)

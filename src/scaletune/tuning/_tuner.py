@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from scaletune.clock import Clock
-from scaletune.errors import InvalidInputError
+from scaletune.clock import Clock, SystemClock
+from scaletune.errors import InvalidInputError, ScaletuneError
 from scaletune.spec import ObjectiveType, StartFrom, TuningJobSpec, describe_validation_error
 from scaletune.spec._names import CLUSTER_SIZE
 from scaletune.store import (
@@ -36,6 +36,7 @@ from scaletune.training import (
     staging_of,
 )
 from scaletune.training._ids import new_job_id
+from scaletune.tuning._lease import LEASE_SECONDS, TuningLease
 from scaletune.tuning._objectives import TrialCosts
 from scaletune.tuning._runners import JobTrialRunner, TrialRunner
 from scaletune.tuning._running_cost import BillableSoFar, billed_until, fixed_size, resized
@@ -91,12 +92,15 @@ class TuningController:
         clock: Clock | None = None,
         poll_seconds: float = 0.25,
         on_progress: Callable[[TuningProgress], None] | None = None,
+        lease_clock: Clock | None = None,
     ) -> None:
         self.runner: TrialRunner = (
             JobTrialRunner(trials) if isinstance(trials, TrainingController) else trials
         )
         self.store: Store = self.runner.store
         self.clock = clock or self.runner.clock
+        # Leases are about processes being alive: real time, even when trials are simulated.
+        self.lease_clock: Clock = lease_clock or SystemClock()
         self.poll_seconds = poll_seconds
         self.on_progress = on_progress
         # Real trials are tracked (MLflow, TensorBoard) as their training jobs are; simulated
@@ -138,7 +142,9 @@ class TuningController:
 
     def run(self, tuning_id: str, spec: TuningJobSpec) -> TuningJobRecord:
         """Run to the end. Ctrl-C stops every running trial and the tuning job, then re-raises."""
-        return _Run(self, tuning_id, spec).run()
+        lease = TuningLease(self.store, tuning_id, self.lease_clock)
+        lease.take()  # before anything: one controller runs it
+        return _Run(self, tuning_id, spec, lease).run()
 
     def resume(self, tuning_id: str) -> TuningJobRecord:
         """Finish a tuning job whose controller died. Its trials that were running go on
@@ -149,12 +155,16 @@ class TuningController:
             raise InvalidInputError(
                 f"tuning job {tuning_id!r} already ended: {record.status.value}"
             )
-        if record.status is JobStatus.IN_PROGRESS and process_alive(
-            record.controller_pid, record.controller_host
-        ):
+        here = record.controller_host == socket.gethostname()
+        alive_here = here and process_alive(record.controller_pid, record.controller_host)
+        if record.status is JobStatus.IN_PROGRESS and alive_here:
             raise InvalidInputError(
                 f"tuning job {tuning_id!r} is still running (process {record.controller_pid})"
             )
+        # A controller elsewhere cannot be seen from here: its lease tells (one seen dead
+        # here need not wait for it to lapse), and two resumes at once cannot both take it.
+        lease = TuningLease(self.store, tuning_id, self.lease_clock)
+        lease.take(from_dead=record.lease_holder if here and not alive_here else None)
         try:
             spec = TuningJobSpec.model_validate(record.spec)
         except ValidationError as exc:
@@ -176,7 +186,7 @@ class TuningController:
                 continuing[trial.trial_number] = self.runner.prepare_resume(
                     trial.id, trial.trial_number
                 )
-        run = _Run(self, tuning_id, spec)
+        run = _Run(self, tuning_id, spec, lease)
         run.restore(continuing)
         return run.run()
 
@@ -184,8 +194,15 @@ class TuningController:
 class _Run:
     """The state of one tuning job while it runs."""
 
-    def __init__(self, tuner: TuningController, tuning_id: str, spec: TuningJobSpec) -> None:
+    def __init__(
+        self,
+        tuner: TuningController,
+        tuning_id: str,
+        spec: TuningJobSpec,
+        lease: TuningLease | None = None,
+    ) -> None:
         self.tuner, self.store, self.spec, self.id = tuner, tuner.store, spec, tuning_id
+        self.lease = lease or TuningLease(tuner.store, tuning_id, tuner.lease_clock)
         self.searcher: Searcher
         self.scheduler: Scheduler
         self.searcher, self.scheduler, self.population = make_search(spec)
@@ -330,6 +347,7 @@ class _Run:
         return value, resource
 
     def run(self) -> TuningJobRecord:
+        self.lease.take()
         self.runner.ensure_capacity(self.spec.max_parallel_jobs * self.spec.max_task_count)
         clock = self.tuner.clock
         # A resumed job keeps its first start: its wall time spans the interruption.
@@ -356,7 +374,9 @@ class _Run:
                 if now >= next_stop_check:  # a store read per report would slow simulations
                     next_stop_check = now + self.tuner.poll_seconds
                     stop_requested = self.store.is_tuning_stop_requested(self.id)
-                if stop_requested:
+                if not self._lease_held():
+                    status = JobStatus.STOPPED  # its ending is the new controller's to write
+                elif stop_requested:
                     self.halt_reason, status = "stop requested", JobStatus.STOPPED
                     self._stop_all("the tuning job was stopped")
                 elif deadline is not None and clock.monotonic() >= deadline:
@@ -370,7 +390,8 @@ class _Run:
         finally:
             for number in self.runner.wait_all():
                 self._finish_trial(number)
-            self._end_paused()
+            if not self.lease.lost:  # else its paused trials are the new controller's
+                self._end_paused()
             self._progress()  # as it ended: every trial counted
             if self.failure_reason is not None and status is JobStatus.COMPLETED:
                 status = JobStatus.FAILED
@@ -384,11 +405,17 @@ class _Run:
                 else self.halt_reason
                 if status is JobStatus.STOPPED
                 else None,
+                holder=self.lease.holder,  # nothing written if another controller took over
             )
             if tracker is not None:
                 end_tracking(tracker, self.store, self.id)
         if interrupted:
             raise KeyboardInterrupt
+        if self.lease.lost:
+            raise ScaletuneError(
+                f"tuning job {self.id!r} was taken over by another controller (this one's "
+                f"lease lapsed unrenewed for {LEASE_SECONDS:g} s); its trials here were stopped"
+            )
         return self.store.get_tuning_job(self.id)
 
     def _progress(self) -> None:
@@ -408,7 +435,11 @@ class _Run:
     def _launch_more(self) -> bool:
         """Start trials up to the limits, a promoted paused one before any new one; False
         once no new one will ever start (promotions may still come while trials run)."""
-        while self.halt_reason is None and len(self.running) < self.spec.max_parallel_jobs:
+        while (
+            self.halt_reason is None
+            and len(self.running) < self.spec.max_parallel_jobs
+            and self._lease_held()  # renewed before a trial starts: never one too many
+        ):
             with self.lock:
                 promoted = self.scheduler.promote()
             if promoted is not None:
@@ -428,6 +459,16 @@ class _Run:
             with self.lock:
                 return self.halt_reason is None and self.population.may_propose()
         return self.halt_reason is None and self.proposed < self.spec.max_jobs
+
+    def _lease_held(self) -> bool:
+        """Whether this controller still runs the job (its lease renewed when due); once
+        another has taken over, no trial starts here and the running ones are stopped."""
+        if self.lease.keep():
+            return True
+        if self.halt_reason is None:
+            self.halt_reason = "another controller took the tuning job over"
+            self._stop_all(self.halt_reason)
+        return False
 
     def _job_id(self, number: int) -> str:
         return f"{self.id}-{number:03d}"
