@@ -38,3 +38,9 @@ def test_the_example_notebook_runs_in_a_kernel(tmp_path: Path) -> None:
     assert [output.output_type for output in tune.outputs] == ["display_data"]
     assert "6 of 6" in _html(tune.outputs[0]) and "Completed" in _html(tune.outputs[0])
     assert "best validation:auc so far" in _html(tuned.outputs[0])
+
+    # what the handles return renders too: the record, the summary
+    described, summarized = code[7], code[8]
+    assert "Completed" in _html(described.outputs[0])
+    assert "validation:auc" in _html(described.outputs[0])
+    assert "6 of 6" in _html(summarized.outputs[0])

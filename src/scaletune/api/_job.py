@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from scaletune.api._notebook import job_html
+from scaletune.api._notebook import job_html, show_records_as_html
 from scaletune.api._waiting import wait_showing
 from scaletune.store import AttemptRecord, Store, StoreLocation, TrainingJobRecord
 from scaletune.training import Stopper, reconcile_orphan, request_job_stop
@@ -37,6 +37,7 @@ class TrainingJob:
         self._worker_pids = worker_pids or list
         self._location = location
         self._steps = steps
+        show_records_as_html()
 
     def describe(self) -> TrainingJobRecord:
         record = self._store.get_training_job(self.id)

@@ -137,6 +137,19 @@ def in_notebook() -> bool:
     return shell is not None and hasattr(shell, "kernel")
 
 
+def show_records_as_html() -> None:
+    """In a kernel, what the handles return renders as HTML too: a training job's record
+    (`describe()`) and a tuning job's summary (`summary()`), without their curves (the
+    handles draw those: a record holds no series)."""
+    if not in_notebook():
+        return
+    from IPython import get_ipython
+
+    html = get_ipython().display_formatter.formatters["text/html"]
+    html.for_type(TrainingJobRecord, lambda record: job_html(record, {}, None, None, time.time()))
+    html.for_type(TuningSummary, lambda summary: tuning_html(summary, (), None, time.time()))
+
+
 class LiveDisplay:
     """One notebook output that `refresh` redraws: progress, not a flood of lines."""
 

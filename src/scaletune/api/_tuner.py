@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from scaletune.api._estimator import ChannelInput, Estimator
-from scaletune.api._notebook import in_notebook, tuning_html
+from scaletune.api._notebook import in_notebook, show_records_as_html, tuning_html
 from scaletune.api._session import Session
 from scaletune.api._waiting import wait_showing
 from scaletune.spec import tuning_spec_from_dict
@@ -35,6 +35,7 @@ class TuningJob:
         self._store = store
         self._thread = thread
         self._location = location
+        show_records_as_html()
 
     def describe(self) -> dict[str, Any]:
         """Status, best job and objective, job counts, cost and time (as `tuning show --json`)."""
