@@ -24,9 +24,12 @@ class _Store:
         self.back.set()
         self.waiting = threading.Event()
         self.gives_up = False
+        self.refuses: Exception | None = None
         self.attempts = self
 
     def _arrive(self, *write: Any) -> None:
+        if self.refuses is not None:
+            raise self.refuses
         if self.gives_up:
             raise StoreUnavailableError("store 'x' did not answer for 600.0 s: refused")
         if not self.back.is_set():
@@ -112,3 +115,14 @@ def test_runs_of_reports_go_as_one_write(tmp_path: Path) -> None:
     writer.drain()
     writer.close()
     assert store.writes == [("metrics", "job-1", [1]), ("metrics", "job-1", [2, 3, 4])]
+
+
+def test_a_write_the_store_refuses_ends_the_wait_with_its_error(tmp_path: Path) -> None:
+    store, spill = _Store(), tmp_path / "unsent-reports.jsonl"
+    store.refuses = ValueError("a value the database refused")
+    writer = ReportWriter(cast(Store, store), "job-1", spill)
+    writer.metrics(_points(1))
+    with pytest.raises(ValueError, match="refused"):
+        writer.drain()  # not a wait for ever
+    writer.close()
+    assert spill.exists()  # kept, as for a store away too long

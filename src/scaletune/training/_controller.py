@@ -1,4 +1,9 @@
-"""A training job's life: check data, place workers, stream reports, finish, account."""
+"""A training job's life: check data, place workers, stream reports, finish, account.
+
+Past 400 lines: one job's life in one place (prepare, resume, and the run with its attempts,
+retries and resizes, which share the run's state); the attempt's watch (`_supervise`), the
+wait for room (`_attempt`), the writer of its reports (`_report_writer`), its folders
+(`_paths`) and staging (`_staging`) live apart."""
 
 from __future__ import annotations
 
@@ -325,7 +330,7 @@ class TrainingController:
             billable = billing.add(job.spec.tasks_at(state.size), ended)
             writer.metrics(state.pending)
             try:  # a store away longer than its patience raises here, its reports kept
-                writer.drain()
+                ending = _drained(writer, ending)
                 self.store.attempts.end(
                     job.id, state.number, status=ending.status, end_time=now, reason=ending.reason
                 )
@@ -609,6 +614,19 @@ class Billing:
 
 def _ignore(report: Report) -> None:
     pass
+
+
+def _drained(writer: ReportWriter, ending: Ending) -> Ending:
+    """The ending once every report is in the store: a report the store refused (not one
+    it could not take for being away) fails the job, saying so."""
+    try:
+        writer.drain()
+    except StoreUnavailableError:
+        raise
+    except Exception as exc:
+        if ending.status is not JobStatus.FAILED:
+            return Ending(JobStatus.FAILED, f"controller error: {type(exc).__name__}: {exc}")
+    return ending
 
 
 def _tracked(tracker: Trackers, then: Callable[[Report], None]) -> Callable[[Report], None]:

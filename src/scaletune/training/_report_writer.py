@@ -19,7 +19,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from scaletune.errors import StoreUnavailableError
 from scaletune.store import MetricPoint, RejectedMetric, Store
 
 logger = logging.getLogger("scaletune.training")
@@ -63,7 +62,7 @@ class ReportWriter:
         self._read_offset = 0  # how far the file has been written to the store
         self._in_flight = False
         self._closed = False
-        self._error: StoreUnavailableError | None = None
+        self._error: Exception | None = None  # why the thread stopped writing
         self._thread = threading.Thread(target=self._run, name=f"reports-{job_id}", daemon=True)
         self._thread.start()
 
@@ -82,7 +81,7 @@ class ReportWriter:
 
     def drain(self) -> None:
         """Wait until everything handed over is in the store; StoreUnavailableError if the
-        store stayed away longer than its patience."""
+        store stayed away longer than its patience (or the error a write met)."""
         with self._changed:
             while self._error is None and (
                 self._queue or self._in_flight or self._unsent_in_file()
@@ -146,7 +145,7 @@ class ReportWriter:
                 self._in_flight = True
             try:
                 write_in_order(self._store, self._job_id, batch)
-            except StoreUnavailableError as exc:
+            except Exception as exc:  # the store away too long, or a write it refused
                 with self._changed:
                     self._error, self._in_flight = exc, False
                     self._changed.notify_all()

@@ -142,9 +142,7 @@ class TuningController:
 
     def run(self, tuning_id: str, spec: TuningJobSpec) -> TuningJobRecord:
         """Run to the end. Ctrl-C stops every running trial and the tuning job, then re-raises."""
-        lease = TuningLease(self.store, tuning_id, self.lease_clock)
-        lease.take()  # before anything: one controller runs it
-        return _Run(self, tuning_id, spec, lease).run()
+        return _Run(self, tuning_id, spec).run()
 
     def resume(self, tuning_id: str) -> TuningJobRecord:
         """Finish a tuning job whose controller died. Its trials that were running go on
@@ -347,7 +345,7 @@ class _Run:
         return value, resource
 
     def run(self) -> TuningJobRecord:
-        self.lease.take()
+        self.lease.take()  # before anything: one controller runs it (a resume's, taken)
         self.runner.ensure_capacity(self.spec.max_parallel_jobs * self.spec.max_task_count)
         clock = self.tuner.clock
         # A resumed job keeps its first start: its wall time spans the interruption.
