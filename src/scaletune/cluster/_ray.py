@@ -371,13 +371,14 @@ class RayBackend:
                 if not self._idle:
                     return  # busy groups hold the rest: placement waits for them
                 oldest = self._idle.pop(0)
-            self._destroy(oldest)
-            self._await_release(oldest)
+            # Awaited until free: RoomWait asks what fits next, and an elastic job would
+            # shrink to the lagging view (a growth placed smaller than the group it left).
+            self._end_and_await_room(oldest)
 
     def _end_and_await_room(self, placed: _Placed, seconds: float = 5.0) -> None:
-        """End a group that failed, and wait (a while) until the cluster shows what it held on
-        nodes still alive as free: an elastic job asks what fits right after, and Ray's view
-        of free resources lags a removed group's release."""
+        """End a group (failed, or idle and in the way), and wait (a while) until the cluster
+        shows what it held on nodes still alive as free: an elastic job asks what fits right
+        after, and Ray's view of free resources lags a removed group's release."""
         from ray.util.placement_group import placement_group_table
 
         held_on: list[str] = []  # the node of each bundle, read while the group has them
