@@ -95,7 +95,21 @@ def _scaletune(*args: str, store: str, log: Path | None = None) -> subprocess.Po
     )
 
 
-class Controllers:
+class _Threads:
+    """A group of threads started and joined together."""
+
+    threads: list[threading.Thread]
+
+    def start(self) -> None:
+        for thread in self.threads:
+            thread.start()
+
+    def join(self) -> None:
+        for thread in self.threads:
+            thread.join()
+
+
+class Controllers(_Threads):
     """The four tuning controllers, each starting its next tuning job as the last ends."""
 
     def __init__(self, url: str, folder: Path, until: float) -> None:
@@ -108,14 +122,6 @@ class Controllers:
             threading.Thread(target=self._simulated, args=(i,), name=f"simulated-{i}")
             for i in range(2)
         ]
-
-    def start(self) -> None:
-        for thread in self.threads:
-            thread.start()
-
-    def join(self) -> None:
-        for thread in self.threads:
-            thread.join()
 
     def _real(self, index: int) -> None:
         seed = index * 1000
@@ -153,7 +159,7 @@ def simulated_controller(url: str, until_epoch: float) -> None:
             time.sleep(5.0)  # a steady load beside the real trials, not a flood
 
 
-class Readers:
+class Readers(_Threads):
     """20 CLI readers, each running a read command after another; their wall times."""
 
     def __init__(self, url: str, until: float) -> None:
@@ -162,14 +168,6 @@ class Readers:
         self.exit_codes = Counter[int]()
         self.unexpected: list[str] = []
         self.threads = [threading.Thread(target=self._read, args=(i,)) for i in range(READERS)]
-
-    def start(self) -> None:
-        for thread in self.threads:
-            thread.start()
-
-    def join(self) -> None:
-        for thread in self.threads:
-            thread.join()
 
     def _read(self, index: int) -> None:
         pick = random.Random(index)
