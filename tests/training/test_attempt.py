@@ -10,7 +10,7 @@ from scaletune.checkpoints import CheckpointFolder
 from scaletune.simulation import SimulatedClock
 from scaletune.spec import training_spec_from_dict
 from scaletune.training import PreparedJob, Stopper
-from scaletune.training._attempt import SHORT_ROOM_BELIEVED_AFTER_SECONDS, RoomWait, resume_point
+from scaletune.training._attempt import RoomWait, resume_point
 
 
 def test_a_resume_passes_over_a_checkpoint_whose_reports_were_lost(tmp_path: Path) -> None:
@@ -49,35 +49,12 @@ def test_an_elastic_job_waiting_for_room_takes_a_smaller_size_once_capacity_goes
     wait = RoomWait(session.store, clock, job, Stopper(), 0.0, 4, lambda: fits[0])
     assert wait() is None and wait.waited  # room for 4 may still come: it waits
     assert session.store.get_training_job(job.id).waiting_since is not None
-    fits[0] = 3  # a view that may lag a group just ended: not believed at once
-    assert wait() is None
-    clock.advance_to(SHORT_ROOM_BELIEVED_AFTER_SECONDS)
+    fits[0] = 3
     assert wait() == "resized to 3 workers: room for 4 went while they waited"
     assert wait.resize_to == 3 and not wait.timed_out
     # It waits on, in the same attempt, for the smaller size, which fits.
     assert wait.shrink() == 3 and wait.resize_to is None
     assert wait() is None
-
-
-def test_room_short_for_a_moment_does_not_shrink_a_waiting_group(session: Session) -> None:
-    # Ray shows the CPUs of a group just ended as free a moment late: a growth placed at
-    # once would read the lagging view and start smaller than the group it left (CI saw it).
-    job = _elastic_job(session)
-    fits = [2]
-    clock = SimulatedClock()
-    wait = RoomWait(session.store, clock, job, Stopper(), 0.0, 4, lambda: fits[0])
-    half = SHORT_ROOM_BELIEVED_AFTER_SECONDS / 2
-    assert wait() is None
-    clock.advance_to(half)
-    fits[0] = 4  # the room shows
-    assert wait() is None
-    fits[0] = 2  # short again: counted afresh
-    clock.advance_to(2 * half)
-    assert wait() is None
-    clock.advance_to(3 * half)
-    assert wait() is None and wait.resize_to is None
-    clock.advance_to(4 * half)
-    assert wait() is not None and wait.resize_to == 2
 
 
 def test_waiting_past_the_placement_timeout_fails_the_job(session: Session) -> None:

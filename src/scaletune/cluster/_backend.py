@@ -9,6 +9,9 @@ from scaletune.spec import BackendName, ClusterSpec
 from scaletune.worker import WorkerEvent, WorkerTask
 
 Abandon = Callable[[], str | None]  # why to stop waiting for workers, or None to go on
+# What a worker imports before its first task, whichever backend started it: a warm worker
+# starts its task without paying for these.
+DEFAULT_PRELOAD = ("numpy", "pandas", "xgboost", "scaletune.algorithms")
 
 
 class Group(Protocol):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
-from scaletune.cluster._backend import Abandon
+from scaletune.cluster._backend import DEFAULT_PRELOAD, Abandon
 from scaletune.cluster._programs import check_importable
 from scaletune.cluster._rendezvous import LOOPBACK
 from scaletune.cluster._slots import FixedSlots, Slots, slots_from
@@ -25,7 +25,6 @@ from scaletune.errors import ClusterTooSmallError, LaunchAbandonedError, WorkerS
 from scaletune.spec import BackendName, ClusterSpec
 from scaletune.worker import Exited, Finished, Heartbeat, Ready, WorkerEvent, WorkerTask
 
-DEFAULT_PRELOAD = ("numpy", "pandas", "xgboost", "scaletune.algorithms")
 KILL_GRACE_SECONDS = 2.0
 ROOM_POLL_SECONDS = 0.2  # how often a job waiting for free slots looks again
 

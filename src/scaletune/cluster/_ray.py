@@ -26,7 +26,7 @@ from typing import Any
 
 import psutil
 
-from scaletune.cluster._backend import Abandon
+from scaletune.cluster._backend import DEFAULT_PRELOAD, Abandon
 from scaletune.cluster._process import run_payload
 from scaletune.cluster._programs import check_importable
 from scaletune.cluster._rendezvous import LOOPBACK, free_port
@@ -47,7 +47,6 @@ from scaletune.worker import (
     remember_environment,
 )
 
-DEFAULT_PRELOAD = ("numpy", "pandas", "xgboost", "scaletune.algorithms")
 DRAIN_WAIT_SECONDS = 1.0  # a poll waits this long at most for an actor that does not answer
 WAIT_SLICE_SECONDS = 0.5  # how often a job waiting for room asks whether to go on waiting
 LOG_PREFIX = "scaletune-ray-worker-"  # then the actor's pid: its node's temp folder
@@ -474,7 +473,7 @@ class RayBackend:
             ):
                 self._idle.append(placed)
                 return
-        self._destroy(placed)
+        self._end_and_await_room(placed)  # the job's next attempt may ask what fits at once
 
     def _destroy(self, placed: _Placed) -> None:
         from ray.util.placement_group import remove_placement_group

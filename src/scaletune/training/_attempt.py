@@ -99,9 +99,6 @@ def worker_tasks(
 
 
 INHERITED_FROM = "inherited_from"  # in a copied checkpoint's meta: the job it came from
-# How long the room seen must stay short of a waiting group before it is placed smaller: a
-# cluster's view of free resources lags a group just ended (Ray's by up to a second or so).
-SHORT_ROOM_BELIEVED_AFTER_SECONDS = 3.0
 
 
 def reported_step(checkpoint: Checkpoint) -> int | None:
@@ -147,7 +144,6 @@ class RoomWait:
         self._placement_deadline = None if timeout is None else clock.monotonic() + timeout
         self._size = size
         self._placeable = placeable  # an elastic job's size that fits now
-        self._short_since: float | None = None  # when the room seen fell short of the size
         self.waited = False
         self.timed_out = False  # placement_timeout_seconds passed: the job fails
         self.resize_to: int | None = None  # capacity went while it waited: a smaller size
@@ -155,18 +151,8 @@ class RoomWait:
     def shrink(self) -> int:
         """Wait on for the smaller size it gave up for (same deadlines); that size."""
         assert self.resize_to is not None
-        self._size, self.resize_to, self._short_since = self.resize_to, None, None
+        self._size, self.resize_to = self.resize_to, None
         return self._size
-
-    def _short_for_long(self, fits: int) -> bool:
-        """Whether the room has been short of the size for long enough to be believed."""
-        if fits >= self._size:
-            self._short_since = None
-            return False
-        now = self._clock.monotonic()
-        if self._short_since is None:
-            self._short_since = now
-        return now - self._short_since >= SHORT_ROOM_BELIEVED_AFTER_SECONDS
 
     def __call__(self) -> str | None:
         store, clock = self._store, self._clock
@@ -178,7 +164,7 @@ class RoomWait:
         if store.is_stop_requested(self._job.id):
             return "stop requested"
         fits = None if self._placeable is None else self._placeable()
-        if fits is not None and self._short_for_long(fits):  # never below the fewest: they wait
+        if fits is not None and fits < self._size:  # never below the fewest: those wait
             self.resize_to = fits
             return f"resized to {fits} workers: room for {self._size} went while they waited"
         spec = self._job.spec
