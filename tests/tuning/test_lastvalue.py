@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from scaletune.spec import ContinuousRange, ObjectiveType, TuningJobSpec, tuning_spec_from_dict
-from scaletune.tuning import Suggestion
+from scaletune.tuning import Suggestion, TrialResult
 from scaletune.tuning._lastvalue import LastValueSearcher
 from scaletune.tuning._searchers import OptunaSearcher
 from scaletune.tuning._strategy import make_searcher
@@ -45,9 +45,9 @@ def test_the_model_learns_each_trials_latest_report_running_or_not() -> None:
         searcher.on_report(running.number, step, value)
     searcher.on_report(running.number, 1, 0.2)  # an older report again (a replay): no change
     searcher.on_report(stopped.number, 1, 0.1)
-    searcher.observe(stopped.number, 0.1, resource=1, stopped_early=True)
+    searcher.observe(TrialResult(stopped.number, 0.1, resource=1, stopped_early=True))
     searcher.on_report(failed.number, 1, 0.9)
-    searcher.observe(failed.number, None)  # failed: what it reported is dropped
+    searcher.observe(TrialResult(failed.number, None))  # failed: what it reported is dropped
     assert searcher.latest() == {running.number: 0.5, stopped.number: 0.1}
 
 
@@ -102,22 +102,17 @@ def test_a_restored_searcher_learns_the_same_latest_values() -> None:
         for step in (1, 3):
             live.on_report(suggestion.number, step, value * step)
         if number == 0:  # failed after its reports
-            live.observe(suggestion.number, None)
+            live.observe(TrialResult(suggestion.number, None))
         elif number < 10:  # stopped; the last two still running
-            live.observe(suggestion.number, value * 3, resource=3, stopped_early=True)
+            live.observe(TrialResult(suggestion.number, value * 3, resource=3, stopped_early=True))
         history.append(suggestion)
     restored = _searcher()
     for suggestion in history:
         value = _x(suggestion)
         running = suggestion.number >= 10
-        restored.restore(
-            suggestion.number,
-            suggestion.config,
-            None if running or suggestion.number == 0 else value * 3,
-            resource=3,
-            stopped_early=True,
-            running=running,
-        )
+        told = None if suggestion.number == 0 else value * 3  # trial 0 failed
+        ended = TrialResult(suggestion.number, told, resource=3, stopped_early=True)
+        restored.restore(suggestion.number, suggestion.config, None if running else ended)
     for suggestion in history:  # the tuner replays the stored reports, the failed trial's too
         for step in (1, 3):
             restored.on_report(suggestion.number, step, _x(suggestion) * step)

@@ -6,7 +6,7 @@ import statistics
 from pathlib import Path
 
 from scaletune.spec import ContinuousRange, ObjectiveType
-from scaletune.tuning import Suggestion
+from scaletune.tuning import Suggestion, TrialResult
 from scaletune.tuning._multifidelity import RungModelSearcher
 from tests.simulated import late_mean_x
 
@@ -47,7 +47,7 @@ def test_proposals_move_to_where_the_rung_results_are_good() -> None:
         suggestion = searcher.suggest()
         value = -abs(_x(suggestion) - 0.8)
         searcher.on_report(suggestion.number, 1, value)
-        searcher.observe(suggestion.number, value, resource=1, stopped_early=True)
+        searcher.observe(TrialResult(suggestion.number, value, resource=1, stopped_early=True))
         distances.append(-value)
     # Uniform proposals are 0.34 away on average; the model's, half that at most.
     assert statistics.fmean(distances[20:]) < 0.17
@@ -61,13 +61,12 @@ def test_a_restored_searcher_fits_the_same_rung_on_the_same_results() -> None:
         value = _x(suggestion)
         for step in (1, 3):
             live.on_report(suggestion.number, step, value * step)
-        live.observe(suggestion.number, value * 3, resource=3, stopped_early=True)
+        live.observe(TrialResult(suggestion.number, value * 3, resource=3, stopped_early=True))
         history.append((suggestion, value))
     restored = _searcher()
     for suggestion, value in history:
-        restored.restore(
-            suggestion.number, suggestion.config, value * 3, resource=3, stopped_early=True
-        )
+        ended = TrialResult(suggestion.number, value * 3, resource=3, stopped_early=True)
+        restored.restore(suggestion.number, suggestion.config, ended)
     for suggestion, value in history:  # the tuner replays the stored reports
         for step in (1, 3):
             restored.on_report(suggestion.number, step, value * step)
@@ -82,7 +81,8 @@ def test_a_finished_trial_counts_at_full_length_and_priors_outside_the_ranges_ar
     assert not searcher.add_prior({"y": 0.5}, 0.9)
     for _ in range(2):
         suggestion = searcher.suggest()
-        searcher.observe(suggestion.number, 0.5, resource=9)  # completed: a result at 9
+        # Completed: a result at 9.
+        searcher.observe(TrialResult(suggestion.number, 0.5, resource=9))
     for _ in range(6):
         searcher.suggest()
     assert searcher.model_level == 9  # the prior and the two completed trials

@@ -15,6 +15,7 @@ from optuna.samplers import TPESampler
 from optuna.trial import TrialState
 
 from scaletune.spec import ContinuousRange, ObjectiveType
+from scaletune.tuning import TrialResult
 from scaletune.tuning._lastvalue import LastValueSearcher
 from scaletune.tuning._parzen import EXACT_KERNELS, ParzenModel, Work, axis_for
 
@@ -180,5 +181,5 @@ def test_a_searchers_proposals_through_a_job_are_those_of_the_optuna_study_it_re
             for step in (1, 2):
                 searcher.on_report(number, step, abs(x - 0.7) + abs(np.log10(rate) + 2) / step)
             if number % 17 == 0:
-                searcher.observe(number, None)  # failed
+                searcher.observe(TrialResult(number, None))  # failed
     assert arrays.fits == rebuilt.fits > 50

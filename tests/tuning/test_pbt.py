@@ -20,7 +20,7 @@ from scaletune.spec import (
     tuning_spec_from_dict,
 )
 from scaletune.store import JobStatus, Store
-from scaletune.tuning import analytics_dataframe, random_searcher
+from scaletune.tuning import TrialResult, analytics_dataframe, random_searcher
 from scaletune.tuning._pbt import PopulationBasedTraining
 from scaletune.tuning._schedulers import Decision
 from tests.simulated import RisingCurves
@@ -164,7 +164,8 @@ def test_a_restart_replays_without_deciding_then_fills_the_population_up() -> No
     population.restoring = True
     for number, suggestion in configs.items():
         assert suggestion is not None
-        population.searcher.restore(number, suggestion.config, None, running=number != 0)
+        ended = TrialResult(number, None) if number == 0 else None  # trial 0 ended, the rest go on
+        population.searcher.restore(number, suggestion.config, ended)
     for member, value in enumerate([0.1, 0.2, 0.3, 0.4]):
         population.scheduler.on_report(member, 1, value)
         population.scheduler.on_report(member, 2, value)  # at its interval: no decision

@@ -13,7 +13,7 @@ from scaletune.spec import (
     Range,
     Scaling,
 )
-from scaletune.tuning import GridSearcher, bayesian_searcher, random_searcher
+from scaletune.tuning import GridSearcher, TrialResult, bayesian_searcher, random_searcher
 
 # The reference's seven ranges for XGBoost.
 REFERENCE_RANGES: dict[str, Range] = {
@@ -46,7 +46,7 @@ def test_seeded_searchers_repeat_themselves(make) -> None:
             suggestion = searcher.suggest()
             assert suggestion is not None
             out.append(suggestion.config)
-            searcher.observe(suggestion.number, float(suggestion.config["eta"]))
+            searcher.observe(TrialResult(suggestion.number, float(suggestion.config["eta"])))
         return out
 
     first = proposals(seed=1)
@@ -61,7 +61,8 @@ def test_searchers_take_failures_and_early_stops() -> None:
     outcomes = [None, 0.5, 0.4, 0.3]
     for index, value in enumerate(outcomes):
         suggestion = searcher.suggest()
-        searcher.observe(suggestion.number, value, resource=3, stopped_early=index == 2)
+        stopped = index == 2
+        searcher.observe(TrialResult(suggestion.number, value, resource=3, stopped_early=stopped))
     assert _inside(searcher.suggest().config)
 
 
@@ -143,7 +144,8 @@ def test_priors_inform_without_taking_trial_numbers() -> None:
     assert searcher.add_prior({"eta": 0.2}, 0.7)
     assert not searcher.add_prior({"eta": 0.9}, 0.9)  # outside this job's range
     assert not searcher.add_prior({"depth": 3}, 0.9)  # another job's hyperparameters
-    searcher.restore(0, {"eta": 0.3}, 0.6)  # this job's own trial 0, after a restart
+    # This job's own trial 0, after a restart.
+    searcher.restore(0, {"eta": 0.3}, TrialResult(0, 0.6))
     suggestion = searcher.suggest()
     assert suggestion is not None
     assert suggestion.number == 1
@@ -159,10 +161,10 @@ def test_several_objectives_are_told_to_optuna_with_their_constraints() -> None:
         objectives=[ObjectiveType.MAXIMIZE, ObjectiveType.MINIMIZE],
     )
     first, second, third, fourth = (searcher.suggest() for _ in range(4))
-    searcher.observe(first.number, 0.9, others=(12.0,), violations=(0.0,))
-    searcher.observe(second.number, 0.7, others=(3.0,), violations=(2.5,))
-    searcher.observe(third.number, 0.5, stopped_early=True, resource=1, others=(1.0,))
-    searcher.observe(fourth.number, 0.6)  # completed, but its cost never recorded
+    searcher.observe(TrialResult(first.number, 0.9, others=(12.0,), violations=(0.0,)))
+    searcher.observe(TrialResult(second.number, 0.7, others=(3.0,), violations=(2.5,)))
+    searcher.observe(TrialResult(third.number, 0.5, stopped_early=True, resource=1, others=(1.0,)))
+    searcher.observe(TrialResult(fourth.number, 0.6))  # completed, but its cost never recorded
     study = searcher._study
     assert [t.state.name for t in study.trials] == ["COMPLETE", "COMPLETE", "PRUNED", "FAIL"]
     assert [t.values for t in study.trials[:2]] == [[0.9, 12.0], [0.7, 3.0]]
@@ -179,7 +181,9 @@ def test_a_restored_multi_objective_trial_keeps_its_values() -> None:
         ranges, ObjectiveType.MAXIMIZE, seed=0, objectives=directions, population_size=4
     )
     for number in range(6):
-        searcher.restore(number, {"x": number / 10}, 0.1 * number, others=(float(number),))
+        searcher.restore(
+            number, {"x": number / 10}, TrialResult(number, 0.1 * number, others=(float(number),))
+        )
     study = searcher._study
     assert [t.values for t in study.trials] == [[0.1 * n, float(n)] for n in range(6)]
     assert searcher.suggest().number == 6  # NSGA-II breeds from the restored generation
@@ -195,16 +199,16 @@ def test_the_first_configurations_come_first_then_the_searchers_own(make) -> Non
     assert [p.number for p in proposals] == [0, 1, 2]
     assert proposals[2].config not in (middle, chosen) and _inside(proposals[2].config)
     for proposal in proposals:
-        searcher.observe(proposal.number, float(proposal.config["eta"]))
+        searcher.observe(TrialResult(proposal.number, float(proposal.config["eta"])))
     assert [t.params["eta"] for t in searcher._study.trials[:2]] == [0.5, 0.05]  # told as tried
 
     # After a restart, only those not tried yet come first.
     restored = make(REFERENCE_RANGES, ObjectiveType.MAXIMIZE, 0, first=[middle, chosen])
-    restored.restore(0, middle, 0.5)
+    restored.restore(0, middle, TrialResult(0, 0.5))
     assert restored.suggest().config == chosen
     again = make(REFERENCE_RANGES, ObjectiveType.MAXIMIZE, 0, first=[middle, chosen])
     for number in range(2):
-        again.restore(number, proposals[number].config, 0.5)
+        again.restore(number, proposals[number].config, TrialResult(number, 0.5))
     assert again.suggest().config not in (middle, chosen)
 
 

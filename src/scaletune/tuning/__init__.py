@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         OptunaSearcher,
         Searcher,
         Suggestion,
+        TrialResult,
         bayesian_searcher,
         random_searcher,
     )
@@ -55,6 +56,7 @@ _WHERE = {
     "OptunaSearcher": "_searchers",
     "Searcher": "_searchers",
     "Suggestion": "_searchers",
+    "TrialResult": "_searchers",
     "bayesian_searcher": "_searchers",
     "random_searcher": "_searchers",
     "make_scheduler": "_strategy",
@@ -90,6 +92,7 @@ __all__ = [
     "TargetView",
     "TradeOff",
     "TrialMarks",
+    "TrialResult",
     "TuningController",
     "TuningProgress",
     "TuningSummary",

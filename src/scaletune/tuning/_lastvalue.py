@@ -26,6 +26,7 @@ from scaletune.tuning._parzen import ParzenModel, Work, axis_for
 from scaletune.tuning._searchers import (
     Config,
     Suggestion,
+    TrialResult,
     from_samples,
     prior_samples,
     to_samples,
@@ -109,16 +110,10 @@ class LastValueSearcher:
         if number in self._params and number not in self._failed:
             self._update(number, step, value)
 
-    def observe(
-        self,
-        number: int,
-        value: float | None,
-        *,
-        resource: int | None = None,
-        stopped_early: bool = False,
-        others: tuple[float, ...] = (),  # one objective only (the spec refuses more)
-        violations: tuple[float, ...] = (),  # not modelled: constraints judge results only
-    ) -> None:
+    def observe(self, result: TrialResult) -> None:
+        # One objective only (the spec refuses more); constraints are not modelled: they
+        # judge results only.
+        number, value = result.number, result.value
         if number not in self._params:
             return
         if value is None:  # failed: what it reported says nothing of its configuration
@@ -127,26 +122,15 @@ class LastValueSearcher:
                 self._values[self._rows[number]] = math.nan
                 self._changes += 1
             return
-        self._update(number, FINISHED if resource is None else resource, value)
+        self._update(number, FINISHED if result.resource is None else result.resource, value)
 
-    def restore(
-        self,
-        number: int,
-        config: Config,
-        value: float | None,
-        *,
-        resource: int | None = None,
-        stopped_early: bool = False,
-        running: bool = False,
-        others: tuple[float, ...] = (),
-        violations: tuple[float, ...] = (),
-    ) -> None:
+    def restore(self, number: int, config: Config, ended: TrialResult | None) -> None:
         """A past trial; the tuning loop then replays every stored report (`on_report`)."""
         if number != len(self._params):
             raise ValueError(f"trial {number} restored out of order")
         self._params[number] = to_samples(self._ranges, config)
-        if not running:
-            self.observe(number, value, resource=resource, stopped_early=stopped_early)
+        if ended is not None:
+            self.observe(ended)
 
     def add_prior(self, config: Config, value: float) -> bool:
         """A parent's finished trial, as a full-length result (numbered below zero)."""

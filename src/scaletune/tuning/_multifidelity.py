@@ -29,6 +29,7 @@ from scaletune.spec import ObjectiveType, Range
 from scaletune.tuning._searchers import (
     Config,
     Suggestion,
+    TrialResult,
     from_samples,
     prior_samples,
     to_samples,
@@ -113,18 +114,12 @@ class RungModelSearcher:
         elif step == self._below(self._model_level) and number not in self._pending:
             self._add_pending(number)
 
-    def observe(
-        self,
-        number: int,
-        value: float | None,
-        *,
-        resource: int | None = None,
-        stopped_early: bool = False,
-        others: tuple[float, ...] = (),  # one objective only (the spec refuses more)
-        violations: tuple[float, ...] = (),  # not modelled: constraints judge results only
-    ) -> None:
-        if value is not None and not stopped_early:  # ran to its end: a full-length result
-            self._results[self._full].setdefault(number, value)
+    def observe(self, result: TrialResult) -> None:
+        # One objective only (the spec refuses more); constraints are not modelled: they
+        # judge results only.
+        number = result.number
+        if result.value is not None and not result.stopped_early:  # ran to its full length
+            self._results[self._full].setdefault(number, result.value)
         # Stopped, paused or done: no longer pending. A paused trial promoted later adds its
         # results at the rungs it reaches all the same (`on_report`).
         if number in self._ended:
@@ -134,23 +129,12 @@ class RungModelSearcher:
         if self._model is not None and self._model_level is not None:
             self._add_fallen(number, self._model_level)
 
-    def restore(
-        self,
-        number: int,
-        config: Config,
-        value: float | None,
-        *,
-        resource: int | None = None,
-        stopped_early: bool = False,
-        running: bool = False,
-        others: tuple[float, ...] = (),
-        violations: tuple[float, ...] = (),
-    ) -> None:
+    def restore(self, number: int, config: Config, ended: TrialResult | None) -> None:
         if number != len(self._params):
             raise ValueError(f"trial {number} restored out of order")
         self._params[number] = to_samples(self._ranges, config)
-        if not running:
-            self.observe(number, value, resource=resource, stopped_early=stopped_early)
+        if ended is not None:
+            self.observe(ended)
 
     def add_prior(self, config: Config, value: float) -> bool:
         """A parent's finished trial, as a full-length result (numbered below zero)."""

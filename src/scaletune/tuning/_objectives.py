@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from scaletune.spec._names import BILLABLE_SECONDS, WALL_SECONDS, ObjectiveType
 from scaletune.tuning._pareto import Direction
@@ -18,6 +18,19 @@ if TYPE_CHECKING:
 # What a constrained sampler is told for a constraint a trial never reported (it must rank
 # below every measured violation, and Optuna refuses NaN).
 _UNKNOWN_VIOLATION = 1e12
+
+
+class _Recorded(Protocol):
+    """What a trial's record and its row in a listing both have of its costs."""
+
+    @property
+    def final_metrics(self) -> Mapping[str, float] | None: ...
+
+    @property
+    def billable_seconds(self) -> float | None: ...
+
+    @property
+    def wall_seconds(self) -> float | None: ...
 
 
 @dataclass(frozen=True)
@@ -71,6 +84,11 @@ class TrialCosts:
     final_metrics: Mapping[str, float]
     billable_seconds: float | None
     wall_seconds: float | None
+
+    @classmethod
+    def of(cls, trial: _Recorded) -> TrialCosts:
+        """A trial's, from its record or its row in a listing."""
+        return cls(trial.final_metrics or {}, trial.billable_seconds, trial.wall_seconds)
 
     def value(self, metric: str) -> float | None:
         if metric == BILLABLE_SECONDS:

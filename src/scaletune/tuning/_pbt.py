@@ -29,7 +29,13 @@ from scaletune.spec import (
 )
 from scaletune.spec._names import CLUSTER_SIZE
 from scaletune.tuning._schedulers import CONTINUE, Decision, Verdict
-from scaletune.tuning._searchers import Config, OptunaSearcher, Suggestion, random_searcher
+from scaletune.tuning._searchers import (
+    Config,
+    OptunaSearcher,
+    Suggestion,
+    TrialResult,
+    random_searcher,
+)
 
 
 @dataclass(frozen=True)
@@ -192,7 +198,7 @@ class PopulationBasedTraining:
     def restore(self, number: int, config: Config, *, running: bool) -> None:
         """A trial proposed before a restart, in order of number."""
         if number < self._population:  # a first member: the random draws go on after it
-            self._initial.restore(number, config, None, running=running)
+            self._initial.restore(number, config, None if running else TrialResult(number, None))
         self._count = max(self._count, number + 1)
         self._configs[number] = config
         self._running.add(number)  # until its end is replayed
@@ -227,31 +233,11 @@ class _Searcher:
     def on_report(self, number: int, step: int, value: float) -> None:
         pass  # the scheduler face ranks the reports
 
-    def observe(
-        self,
-        number: int,
-        value: float | None,
-        *,
-        resource: int | None = None,
-        stopped_early: bool = False,
-        others: tuple[float, ...] = (),
-        violations: tuple[float, ...] = (),
-    ) -> None:
+    def observe(self, result: TrialResult) -> None:
         pass  # a member's end reaches the scheduler face (on_end)
 
-    def restore(
-        self,
-        number: int,
-        config: Config,
-        value: float | None,
-        *,
-        resource: int | None = None,
-        stopped_early: bool = False,
-        running: bool = False,
-        others: tuple[float, ...] = (),
-        violations: tuple[float, ...] = (),
-    ) -> None:
-        self._population.restore(number, config, running=running)
+    def restore(self, number: int, config: Config, ended: TrialResult | None) -> None:
+        self._population.restore(number, config, running=ended is None)
 
     def add_prior(self, config: Config, value: float) -> bool:
         return False  # a population starts from its own members

@@ -52,6 +52,19 @@ def prior_samples(
     return params
 
 
+@dataclass(frozen=True)
+class TrialResult:
+    """What a searcher learns of a trial that ended, or paused (a paused trial promoted later
+    ends with a further result)."""
+
+    number: int  # the suggestion's
+    value: float | None  # the objective's last value; None: it failed or never reported
+    resource: int | None = None  # the step that value was reported at
+    stopped_early: bool = False  # stopped or paused short of its full length
+    others: tuple[float, ...] = ()  # the other objectives' values (several); empty: unknown
+    violations: tuple[float, ...] = ()  # how far from each constraint (0 where one holds)
+
+
 class Searcher(Protocol):
     def suggest(self) -> Suggestion | None:
         """The next configuration, or None when the search space is exhausted."""
@@ -62,37 +75,15 @@ class Searcher(Protocol):
         multi-fidelity searchers learn from the values at each rung)."""
         ...
 
-    def observe(
-        self,
-        number: int,
-        value: float | None,
-        *,
-        resource: int | None = None,
-        stopped_early: bool = False,
-        others: tuple[float, ...] = (),
-        violations: tuple[float, ...] = (),
-    ) -> None:
-        """The outcome of suggestion `number`: its objective (None if it failed), the other
-        objectives' values where there are several (empty when unknown), and how far it is
-        from each constraint (0 where one holds). A trial observed as stopped early may be
-        observed again: a paused trial, promoted later, ends with a further result."""
+    def observe(self, result: TrialResult) -> None:
+        """The outcome of a suggestion. A trial observed as stopped early may be observed
+        again: a paused trial, promoted later, ends with a further result."""
         ...
 
-    def restore(
-        self,
-        number: int,
-        config: Config,
-        value: float | None,
-        *,
-        resource: int | None = None,
-        stopped_early: bool = False,
-        running: bool = False,
-        others: tuple[float, ...] = (),
-        violations: tuple[float, ...] = (),
-    ) -> None:
-        """A trial proposed before a restart: learn from it and never repeat it. Called in
-        order of `number`, before any new suggestion. A `running` one goes on (resumed from
-        its checkpoint): its outcome comes later, through `observe`."""
+    def restore(self, number: int, config: Config, ended: TrialResult | None) -> None:
+        """A trial proposed before a restart: learn from how it `ended` and never repeat it.
+        Called in order of `number`, before any new suggestion. One not ended (None) goes on,
+        resumed from its checkpoint: its outcome comes later, through `observe`."""
         ...
 
     def add_prior(self, config: Config, value: float) -> bool:
@@ -149,104 +140,61 @@ class OptunaSearcher:
     def _several(self) -> bool:
         return len(self._objectives) > 1
 
-    def _told(self, value: float | None, others: tuple[float, ...]) -> list[float] | None:
+    def _told(self, result: TrialResult) -> list[float] | None:
         """The values Optuna is told; None where the trial has none to tell (it failed, or
         it never reported one of several objectives)."""
-        if value is None or len(others) != len(self._objectives) - 1:
+        if result.value is None or len(result.others) != len(self._objectives) - 1:
             return None
-        return [value, *others]
+        return [result.value, *result.others]
 
-    def observe(
-        self,
-        number: int,
-        value: float | None,
-        *,
-        resource: int | None = None,
-        stopped_early: bool = False,
-        others: tuple[float, ...] = (),
-        violations: tuple[float, ...] = (),
-    ) -> None:
+    def observe(self, result: TrialResult) -> None:
         from optuna.trial import TrialState
 
-        trial = self._trials.pop(number, None)
+        trial = self._trials.pop(result.number, None)
         if trial is None:  # told once already (paused): this later result is one more trial
-            self._add(
-                self._params[number],
-                value,
-                resource=resource,
-                stopped_early=stopped_early,
-                others=others,
-                violations=violations,
-            )
+            self._add(self._params[result.number], result)
             return
-        values = self._told(value, others)
-        if value is None or (values is None and not stopped_early):
+        value, values = result.value, self._told(result)
+        if value is None or (values is None and not result.stopped_early):
             self._study.tell(trial, state=TrialState.FAIL)
-        elif stopped_early:
+        elif result.stopped_early:
             # Samplers weigh a pruned trial by its last intermediate value (Optuna keeps
             # none for several objectives: there it counts as pruned, no more). Its partial
             # costs are not its costs: constraints are left unknown.
             if not self._several:
-                trial.report(value, resource or 0)
+                trial.report(value, result.resource or 0)
             self._study.tell(trial, state=TrialState.PRUNED)
         else:
-            for index, violation in enumerate(violations):
+            for index, violation in enumerate(result.violations):
                 trial.set_constraint(f"c{index}", violation)
             self._study.tell(trial, values)
 
-    def restore(
-        self,
-        number: int,
-        config: Config,
-        value: float | None,
-        *,
-        resource: int | None = None,
-        stopped_early: bool = False,
-        running: bool = False,
-        others: tuple[float, ...] = (),
-        violations: tuple[float, ...] = (),
-    ) -> None:
+    def restore(self, number: int, config: Config, ended: TrialResult | None) -> None:
         if number != len(self._params):
             raise ValueError(f"trial {number} restored out of order")
         params = to_samples(self._ranges, config)
         self._params[number] = params
-        if running:  # asked again with its own values: a pending trial, as it was
+        if ended is None:  # asked again with its own values: a pending trial, as it was
             self._study.enqueue_trial(params, skip_if_exists=False)
             self._trials[number] = self._study.ask(self._distributions)
             return
-        self._add(
-            params,
-            value,
-            resource=resource,
-            stopped_early=stopped_early,
-            others=others,
-            violations=violations,
-        )
+        self._add(params, ended)
 
-    def _add(
-        self,
-        params: Mapping[str, object],
-        value: float | None,
-        *,
-        resource: int | None,
-        stopped_early: bool,
-        others: tuple[float, ...],
-        violations: tuple[float, ...],
-    ) -> None:
+    def _add(self, params: Mapping[str, object], result: TrialResult) -> None:
         """A finished trial, told without being asked."""
         import optuna
         from optuna.trial import TrialState
 
-        values = self._told(value, others)
+        value, values = result.value, self._told(result)
         constraints: dict[str, float] | None = None
-        if value is None or (values is None and not stopped_early):
+        if value is None or (values is None and not result.stopped_early):
             state, values, intermediate = TrialState.FAIL, None, {}
-        elif stopped_early:
+        elif result.stopped_early:
             state, values = TrialState.PRUNED, None
-            intermediate = {} if self._several else {resource or 0: value}
+            intermediate = {} if self._several else {result.resource or 0: value}
         else:
             state, intermediate = TrialState.COMPLETE, {}
-            constraints = {f"c{i}": v for i, v in enumerate(violations)} or None
+            constraints = {f"c{i}": v for i, v in enumerate(result.violations)} or None
         self._study.add_trial(
             optuna.trial.create_trial(
                 params=dict(params),
@@ -364,30 +312,10 @@ class GridSearcher:
     def on_report(self, number: int, step: int, value: float) -> None:
         pass  # the grid does not learn
 
-    def observe(
-        self,
-        number: int,
-        value: float | None,
-        *,
-        resource: int | None = None,
-        stopped_early: bool = False,
-        others: tuple[float, ...] = (),
-        violations: tuple[float, ...] = (),
-    ) -> None:
+    def observe(self, result: TrialResult) -> None:
         pass  # the grid does not learn
 
-    def restore(
-        self,
-        number: int,
-        config: Config,
-        value: float | None,
-        *,
-        resource: int | None = None,
-        stopped_early: bool = False,
-        running: bool = False,
-        others: tuple[float, ...] = (),
-        violations: tuple[float, ...] = (),
-    ) -> None:
+    def restore(self, number: int, config: Config, ended: TrialResult | None) -> None:
         if number != self._count or next(self._points, None) is None:
             raise ValueError(f"grid point {number} restored out of order")
         self._count += 1

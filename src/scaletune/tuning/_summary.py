@@ -124,9 +124,7 @@ def trial_marks(store: Store, record: TuningJobRecord) -> TrialMarks:
         feasible = {
             row.id
             for row in store.trials.results(record.id, list(JobStatus))
-            if goals.feasible(
-                TrialCosts(row.final_metrics or {}, row.billable_seconds, row.wall_seconds)
-            )
+            if goals.feasible(TrialCosts.of(row))
         }
     front = front_of(store, record)
     return TrialMarks(

@@ -57,12 +57,8 @@ class TargetView:
         }
 
 
-def _costs(row: TrialRow) -> TrialCosts:
-    return TrialCosts(row.final_metrics or {}, row.billable_seconds, row.wall_seconds)
-
-
 def _trade_off(record: TuningJobRecord, goals: Goals, row: TrialRow) -> TradeOff:
-    costs = _costs(row)
+    costs = TrialCosts.of(row)
     names = [o.metric for o in goals.objectives] + [BILLABLE_SECONDS, WALL_SECONDS]
     values = {name: value for name in names if (value := costs.value(name)) is not None}
     return TradeOff(
@@ -83,9 +79,11 @@ def front_of(store: Store, record: TuningJobRecord) -> list[TradeOff] | None:
     rows = {
         row.id: row
         for row in store.trials.results(record.id, [JobStatus.COMPLETED])
-        if goals.feasible(_costs(row))
+        if goals.feasible(TrialCosts.of(row))
     }
-    points = {key: values for key, row in rows.items() if (values := goals.values(_costs(row)))}
+    points = {
+        key: values for key, row in rows.items() if (values := goals.values(TrialCosts.of(row)))
+    }
     return [_trade_off(record, goals, rows[key]) for key in pareto_front(points, goals.directions)]
 
 
@@ -106,7 +104,7 @@ def target_view(store: Store, record: TuningJobRecord) -> TargetView | None:
             objective_at_least=target if maximize else None,
             objective_at_most=None if maximize else target,
         )
-        if goals.feasible(_costs(row))
+        if goals.feasible(TrialCosts.of(row))
     ]
 
     def least(key: str) -> TradeOff | None:

@@ -41,7 +41,7 @@ from scaletune.tuning._objectives import TrialCosts
 from scaletune.tuning._runners import JobTrialRunner, TrialRunner
 from scaletune.tuning._running_cost import BillableSoFar, billed_until, fixed_size, resized
 from scaletune.tuning._schedulers import Decision, Scheduler
-from scaletune.tuning._searchers import Searcher, Suggestion
+from scaletune.tuning._searchers import Searcher, Suggestion, TrialResult
 from scaletune.tuning._strategy import goals_of, make_search
 from scaletune.tuning._tracked import end_tracking, start_tracking
 from scaletune.tuning._values import seconds_per_step, tuned_value
@@ -249,24 +249,15 @@ class _Run:
             tuned = {name: tuned_value(trial, name) for name in self.spec.ranges}
             self.proposed += 1
             if trial.trial_number in continuing:
-                self.searcher.restore(trial.trial_number, tuned, None, running=True)
+                self.searcher.restore(trial.trial_number, tuned, None)
                 self._resumable[trial.trial_number] = (trial.id, continuing[trial.trial_number])
                 continue
             if trial.status is JobStatus.PAUSED:
                 self.paused[trial.trial_number] = trial.id
             else:
                 self.outcomes[trial.status] += 1
-            failed = trial.status is JobStatus.FAILED or value is None
-            others, violations = self._outcome(trial)
-            self.searcher.restore(
-                trial.trial_number,
-                tuned,
-                None if failed else value,
-                resource=resource,
-                stopped_early=trial.status in (JobStatus.STOPPED, JobStatus.PAUSED),
-                others=others,
-                violations=violations,
-            )
+            ended = self._trial_result(trial.trial_number, trial, value, resource)
+            self.searcher.restore(trial.trial_number, tuned, ended)
         for number, step, value, others in self._past_reports(trials):
             self.searcher.on_report(number, step, value)
             self.scheduler.on_report(number, step, value, others)
@@ -313,11 +304,23 @@ class _Run:
         reports.sort(key=lambda r: r[:3])
         return [(number, step, value, others) for _, number, step, value, others in reports]
 
-    def _outcome(self, trial: TrainingJobRecord) -> tuple[tuple[float, ...], tuple[float, ...]]:
-        return self.goals.outcome(_costs(trial))
+    def _trial_result(
+        self, number: int, trial: TrainingJobRecord, value: float | None, resource: int | None
+    ) -> TrialResult:
+        """What the searcher learns of an ended (or paused) trial whose objective was last
+        `value` at step `resource`."""
+        others, violations = self.goals.outcome(TrialCosts.of(trial))
+        return TrialResult(
+            number,
+            None if trial.status is JobStatus.FAILED else value,
+            resource=resource,
+            stopped_early=trial.status in (JobStatus.STOPPED, JobStatus.PAUSED),
+            others=others,
+            violations=violations,
+        )
 
     def _feasible(self, trial: TrainingJobRecord) -> bool:
-        return self.goals.feasible(_costs(trial))
+        return self.goals.feasible(TrialCosts.of(trial))
 
     def _result(
         self,
@@ -591,23 +594,15 @@ class _Run:
         value, resource = self._result(
             trial.job_id, trial.full_resource, number, started=record.start_time
         )
-        failed = record.status is JobStatus.FAILED or value is None
-        others, violations = self._outcome(record)
+        result = self._trial_result(number, record, value, resource)
         with self.lock:
             # A pause is a result too: the searcher learns from it now, and again if the
             # trial is promoted and ends later.
-            self.searcher.observe(
-                number,
-                None if failed else value,
-                resource=resource,
-                stopped_early=record.status in (JobStatus.STOPPED, JobStatus.PAUSED),
-                others=others,
-                violations=violations,
-            )
+            self.searcher.observe(result)
             if not paused:
                 self.scheduler.on_end(number)
-        if not failed and value is not None:
-            self._consider(trial.job_id, value, self._feasible(record))
+        if result.value is not None:
+            self._consider(trial.job_id, result.value, self._feasible(record))
 
     def _count_failure(self, reason: str | None) -> None:
         limit = self.spec.max_failed_trials
@@ -669,10 +664,6 @@ class _Run:
             ),
         )
         with self.lock:
-            self.searcher.observe(suggestion.number, None)
+            self.searcher.observe(TrialResult(suggestion.number, None))
         self.outcomes[JobStatus.FAILED] += 1
         self._count_failure(f"could not start: {error}")
-
-
-def _costs(trial: TrainingJobRecord) -> TrialCosts:
-    return TrialCosts(trial.final_metrics, trial.billable_seconds, trial.wall_seconds)
