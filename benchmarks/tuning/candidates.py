@@ -72,8 +72,8 @@ def _searcher_of(arm: str) -> Iterator[None]:
     settings = dict(ARMS[arm])
     endpoints = settings.pop("endpoints", False)
 
-    def patched(spec: Any) -> Any:
-        _, scheduler, population = make_search(spec)
+    def patched(spec: Any, **options: Any) -> Any:
+        _, scheduler, population = make_search(spec, **options)
         searcher: LastValueSearcher
         if endpoints:  # Optuna's TPE with `consider_endpoints` (deprecated; not offered)
             searcher = OptunaLastValueSearcher.for_spec(

@@ -132,8 +132,8 @@ def _searcher_of(arm: str) -> Iterator[None]:
     """The tuning loop's searcher for this arm; the scheduler stays the spec's."""
     from scaletune.tuning._strategy import make_search
 
-    def patched(spec: Any) -> Any:
-        _, scheduler, population = make_search(spec)
+    def patched(spec: Any, **options: Any) -> Any:
+        _, scheduler, population = make_search(spec, **options)
         kind = ARMS[arm]
         searcher: LastValueSearcher
         if kind == "multivariate":

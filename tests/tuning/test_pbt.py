@@ -3,7 +3,7 @@ member is copied, how settings are perturbed, the budget, and what a restart reb
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +34,19 @@ def _population(
     size: int = 4,
     max_jobs: int = 100,
     objective: ObjectiveType = ObjectiveType.MAXIMIZE,
+    has_checkpoint: Callable[[int], bool] | None = None,
     **settings: object,
 ) -> PopulationBasedTraining:
     spec = PBTSpec.model_validate({"perturbation_interval": 2, **settings})
-    return PopulationBasedTraining(ranges, objective, 7, spec, population=size, max_jobs=max_jobs)
+    return PopulationBasedTraining(
+        ranges,
+        objective,
+        7,
+        spec,
+        population=size,
+        max_jobs=max_jobs,
+        has_checkpoint=has_checkpoint,
+    )
 
 
 def _start(population: PopulationBasedTraining, count: int) -> list[int]:
@@ -101,8 +110,7 @@ def test_lower_is_better_ranks_the_other_way() -> None:
 
 
 def test_no_donor_without_a_checkpoint_and_no_exploit_past_the_budget() -> None:
-    population = _population()
-    population.has_checkpoint = lambda number: False
+    population = _population(has_checkpoint=lambda number: False)
     _start(population, 4)
     for member, value in enumerate([0.1, 0.2, 0.3, 0.4]):
         population.scheduler.on_report(member, 1, value)
@@ -161,7 +169,6 @@ def test_a_restart_replays_without_deciding_then_fills_the_population_up() -> No
     before = _population()
     configs = {number: before.suggest() for number in range(4)}
     population = _population()
-    population.restoring = True
     for number, suggestion in configs.items():
         assert suggestion is not None
         ended = TrialResult(number, None) if number == 0 else None  # trial 0 ended, the rest go on

@@ -75,7 +75,11 @@ def test_hyperband_tuning_runs_every_trial_once_and_stops_poor_ones(session: Ses
     assert summary.best is not None and summary.best.objective == min(objectives)
     assert summary.billable_seconds == pytest.approx(sum(t.billable_seconds or 0 for t in trials))
     assert summary.billable_seconds_without_early_stopping >= summary.billable_seconds
-    assert summary.sequential_wall_seconds >= (summary.record.wall_seconds or 0)
+    # The trials' wall times end to end (whether parallel trials beat that depends on the
+    # machine's load: a comparison with the tuning job's wall time would be flaky).
+    assert summary.sequential_wall_seconds == pytest.approx(
+        sum(t.wall_seconds or 0 for t in trials)
+    )
     as_json = summary.to_json_dict()
     for key in (
         "id",

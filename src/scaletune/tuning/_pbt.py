@@ -59,7 +59,10 @@ class PopulationBasedTraining:
         population: int,
         max_jobs: int,
         first: Sequence[Config] = (),
+        has_checkpoint: Callable[[int], bool] | None = None,
     ) -> None:
+        """`has_checkpoint`: whether a trial has a complete checkpoint to copy (the tuning
+        loop knows where trials keep them); a member without one is no donor yet."""
         self._ranges = dict(ranges)
         self._maximize = objective is ObjectiveType.MAXIMIZE
         self._settings = settings
@@ -76,10 +79,10 @@ class PopulationBasedTraining:
         self._running: set[int] = set()  # members started and neither ended nor exploited
         self._pending: list[Exploit] = []  # exploits whose new trial has not started
         self._count = 0  # trials proposed
-        self.restoring = False  # replayed reports rebuild the state; they decide nothing
-        # Whether a trial has a complete checkpoint to copy (set by the tuning loop, which
-        # knows where trials keep them); a member without one is no donor yet.
-        self.has_checkpoint: Callable[[int], bool] = lambda number: True
+        # From the first trial restored until `restored`: replayed reports rebuild the state
+        # and decide nothing.
+        self._restoring = False
+        self._has_checkpoint = has_checkpoint or (lambda number: True)
         self.searcher = _Searcher(self)
         self.scheduler = _Scheduler(self)
 
@@ -156,12 +159,12 @@ class PopulationBasedTraining:
         if step - self._ready_at.get(trial, 0) < self._settings.perturbation_interval:
             return CONTINUE
         self._ready_at[trial] = step
-        if self.restoring or self._count + len(self._pending) >= self._max_jobs:
+        if self._restoring or self._count + len(self._pending) >= self._max_jobs:
             return CONTINUE
         bottom, top = self._quantiles()
         if trial not in bottom:
             return CONTINUE
-        donors = sorted(member for member in top if self.has_checkpoint(member))
+        donors = sorted(member for member in top if self._has_checkpoint(member))
         if not donors:
             return CONTINUE
         donor = self._rng.choice(donors)
@@ -197,6 +200,7 @@ class PopulationBasedTraining:
 
     def restore(self, number: int, config: Config, *, running: bool) -> None:
         """A trial proposed before a restart, in order of number."""
+        self._restoring = True
         if number < self._population:  # a first member: the random draws go on after it
             self._initial.restore(number, config, None if running else TrialResult(number, None))
         self._count = max(self._count, number + 1)
@@ -207,10 +211,10 @@ class PopulationBasedTraining:
         """Replayed reports rebuilt the ranking. An exploit whose new trial had not started
         when the controller died is lost with it: the population is filled up again with
         copies of its best members that have a checkpoint."""
-        self.restoring = False
+        self._restoring = False
         missing = self._population - len(self._running)
         ranked = sorted(self._latest, key=lambda m: self._latest[m], reverse=self._maximize)
-        donors = [member for member in ranked if self.has_checkpoint(member)]
+        donors = [member for member in ranked if self._has_checkpoint(member)]
         while missing > 0 and donors and self._count + len(self._pending) < self._max_jobs:
             donor = donors[len(self._pending) % len(donors)]
             self._pending.append(Exploit(None, donor, self._step[donor]))

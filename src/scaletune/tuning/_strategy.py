@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from scaletune.spec import EarlyStopping, Strategy, TuningJobSpec
 from scaletune.tuning._hyperband import HyperbandScheduler, hyperband_brackets
 from scaletune.tuning._lastvalue import LastValueSearcher
@@ -24,10 +26,11 @@ def goals_of(spec: TuningJobSpec) -> Goals:
 
 
 def make_search(
-    spec: TuningJobSpec,
+    spec: TuningJobSpec, *, has_checkpoint: Callable[[int], bool] | None = None
 ) -> tuple[Searcher, Scheduler, PopulationBasedTraining | None]:
     """The searcher and the scheduler of a tuning job; for PBT, both faces of one population
-    (returned too: the tuning loop tells it where checkpoints are, and when a restore ends)."""
+    (returned too: the tuning loop tells it when a restore ends), which copies checkpoints
+    only from trials that `has_checkpoint`."""
     if spec.strategy is Strategy.PBT:
         assert spec.pbt is not None  # the spec refuses PBT without [pbt]
         population = PopulationBasedTraining(
@@ -38,6 +41,7 @@ def make_search(
             population=spec.population_size,
             max_jobs=spec.max_jobs,
             first=spec.first_points,
+            has_checkpoint=has_checkpoint,
         )
         return population.searcher, population.scheduler, population
     return make_searcher(spec), make_scheduler(spec), None

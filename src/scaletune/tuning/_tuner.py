@@ -203,9 +203,9 @@ class _Run:
         self.lease = lease or TuningLease(tuner.store, tuning_id, tuner.lease_clock)
         self.searcher: Searcher
         self.scheduler: Scheduler
-        self.searcher, self.scheduler, self.population = make_search(spec)
-        if self.population is not None:
-            self.population.has_checkpoint = self._has_checkpoint
+        self.searcher, self.scheduler, self.population = make_search(
+            spec, has_checkpoint=self._has_checkpoint
+        )
         self.goals = goals_of(spec)
         # A parameter-server job's chief and servers run beside its workers, whatever its size.
         self.extra_tasks = spec.training.task_count - spec.training.instance_count
@@ -241,8 +241,6 @@ class _Run:
         their checkpoints: they count as running, and `run` starts them first."""
         continuing = continuing or {}
         trials = self.store.training_jobs_of(self.id)
-        if self.population is not None:
-            self.population.restoring = True
         for trial in trials:
             assert trial.trial_number is not None  # trials of a tuning job have numbers
             value, resource = self._result(trial.id, started=trial.start_time)
