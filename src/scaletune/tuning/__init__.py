@@ -37,8 +37,9 @@ if TYPE_CHECKING:
         summarize,
         trial_marks,
     )
+    from scaletune.tuning._tally import TuningProgress
     from scaletune.tuning._tradeoffs import TargetView, TradeOff, front_of, target_view
-    from scaletune.tuning._tuner import TuningController, TuningProgress
+    from scaletune.tuning._tuner import TuningController
 
 _WHERE = {
     "HyperbandScheduler": "_hyperband",
@@ -73,7 +74,7 @@ _WHERE = {
     "front_of": "_tradeoffs",
     "target_view": "_tradeoffs",
     "TuningController": "_tuner",
-    "TuningProgress": "_tuner",
+    "TuningProgress": "_tally",
 }
 __getattr__ = lazy_names(__name__, _WHERE)
 __all__ = [

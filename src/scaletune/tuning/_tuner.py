@@ -1,7 +1,8 @@
 """The Tuner loop: it only orchestrates. Searchers propose, schedulers decide, jobs train.
 
-Past 400 lines: `_Run` is one tuning job's state (trials running, outcomes, best so far, why
-it halts) and the steps that change it; split apart, each piece would need all of it."""
+Past 400 lines: `_Run` is one tuning job's trials (running, paused, to resume) and the steps
+that start, judge and end them, each of which reads and changes those; the rules it tallies
+by (_tally) and what it learns again from the store (_restore) live apart."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import contextlib
 import os
 import socket
 import threading
-from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from scaletune.clock import Clock, SystemClock
 from scaletune.errors import InvalidInputError, ScaletuneError
-from scaletune.spec import ObjectiveType, StartFrom, TuningJobSpec, describe_validation_error
+from scaletune.spec import StartFrom, TuningJobSpec, describe_validation_error
 from scaletune.spec._names import CLUSTER_SIZE
 from scaletune.store import (
     JobOutcome,
@@ -38,27 +38,16 @@ from scaletune.training import (
 from scaletune.training._ids import new_job_id
 from scaletune.tuning._lease import LEASE_SECONDS, TuningLease
 from scaletune.tuning._objectives import TrialCosts
+from scaletune.tuning._restore import past_reports, warm_start
 from scaletune.tuning._runners import JobTrialRunner, TrialRunner
-from scaletune.tuning._running_cost import BillableSoFar, billed_until, fixed_size, resized
+from scaletune.tuning._running_cost import BillableSoFar, fixed_size, resized
 from scaletune.tuning._schedulers import Decision, Scheduler
 from scaletune.tuning._searchers import Searcher, Suggestion, TrialResult
 from scaletune.tuning._strategy import goals_of, make_search
+from scaletune.tuning._tally import Tally, TuningProgress
 from scaletune.tuning._tracked import end_tracking, start_tracking
 from scaletune.tuning._values import seconds_per_step, tuned_value
 from scaletune.worker import Report
-
-
-@dataclass(frozen=True)
-class TuningProgress:
-    """For a live display: how many trials are where, and the best so far."""
-
-    running: int
-    completed: int
-    stopped: int
-    failed: int
-    max_jobs: int
-    best: float | None
-    paused: int = 0  # waiting for a promotion (promotion-type Hyperband)
 
 
 @dataclass
@@ -214,26 +203,10 @@ class _Run:
         self.running: dict[int, _Trial] = {}
         self.paused: dict[int, str] = {}  # trial number -> job id, waiting for a promotion
         self.proposed = 0
-        self.best: float | None = None
-        self.since_improvement = 0
-        self.halt_reason: str | None = None  # set when no more trials should start
-        self.failure_reason: str | None = None  # set when the tuning job itself fails
-        self.outcomes: Counter[JobStatus] = Counter()
-        self.priors = self._load_priors()
+        self.tally = Tally.of_spec(spec)
+        self.priors = warm_start(self.store, spec, self.searcher)
         # Interrupted trials reopened by a resume: started before any new one.
         self._resumable: dict[int, tuple[str, int | None]] = {}
-
-    def _load_priors(self) -> int:
-        """Warm start: the parents' finished trials, as the searcher's first observations."""
-        used = 0
-        for parent_id in self.spec.warm_start.parents if self.spec.warm_start else []:
-            for trial in self.store.training_jobs_of(parent_id):
-                if trial.status is JobStatus.FAILED or trial.objective is None:
-                    continue
-                config = {name: tuned_value(trial, name) for name in self.spec.ranges}
-                if None not in config.values() and self.searcher.add_prior(config, trial.objective):
-                    used += 1
-        return used
 
     def restore(self, continuing: Mapping[int, int | None] | None = None) -> None:
         """Bring searcher, scheduler and best-so-far to where the trials in the store left
@@ -253,12 +226,13 @@ class _Run:
             if trial.status is JobStatus.PAUSED:
                 self.paused[trial.trial_number] = trial.id
             else:
-                self.outcomes[trial.status] += 1
+                self.tally.outcomes[trial.status] += 1
             ended = self._trial_result(trial.trial_number, trial, value, resource)
             self.searcher.restore(trial.trial_number, tuned, ended)
-        for number, step, value, others in self._past_reports(trials):
-            self.searcher.on_report(number, step, value)
-            self.scheduler.on_report(number, step, value, others)
+        replayed = past_reports(self.store, self.spec, self.goals, self.extra_tasks, trials)
+        for report in replayed:
+            self.searcher.on_report(report.number, report.step, report.value)
+            self.scheduler.on_report(report.number, report.step, report.value, report.others)
         for number in continuing:
             self.scheduler.on_resumed(number)  # caught paused or just promoted: it goes on
         for trial in sorted(trials, key=lambda t: t.end_time or 0.0):
@@ -270,37 +244,6 @@ class _Run:
                 self._consider(trial.id, trial.objective, self._feasible(trial))
         if self.population is not None:
             self.population.restored()
-
-    def _past_reports(
-        self, trials: list[TrainingJobRecord]
-    ) -> list[tuple[int, int, float, tuple[float, ...]]]:
-        """Every report of the objective, in the order the scheduler first saw them, with
-        the other objectives as they stood (several objectives: a reported metric's value at
-        or before that step; a cost from the time since the trial started, which counts a
-        promoted trial's pause as well: close enough to bring a ranking back)."""
-        reports = []
-        for trial in trials:
-            attempts = self.store.attempts.of(trial.id) if trial.size_range else None
-            series = {
-                name: {p.step: p.value for p in self.store.metrics(trial.id, name)}
-                for name in self.goals.reported_others
-            }
-            latest: dict[str, float] = {}
-            for point in self.store.metrics(trial.id, self.spec.objective_metric):
-                for name, values in series.items():
-                    if point.step in values:
-                        latest[name] = values[point.step]
-                elapsed = point.time - (trial.start_time or point.time)
-                billable = (
-                    elapsed * (trial.instance_count + self.extra_tasks)
-                    if attempts is None
-                    else billed_until(attempts, point.time)
-                )
-                others = self.goals.standing(latest, elapsed, billable)
-                number = trial.trial_number or 0
-                reports.append((point.time, number, point.step, point.value, others))
-        reports.sort(key=lambda r: r[:3])
-        return [(number, step, value, others) for _, number, step, value, others in reports]
 
     def _trial_result(
         self, number: int, trial: TrainingJobRecord, value: float | None, resource: int | None
@@ -367,7 +310,7 @@ class _Run:
                 self._progress()
                 remaining = None if deadline is None else deadline - clock.monotonic()
                 self._wait_for_a_trial(remaining)
-                if self.halt_reason is not None and status is JobStatus.STOPPED:
+                if self.tally.halt_reason is not None and status is JobStatus.STOPPED:
                     continue  # already stopping: wait for the trials to end
                 now, stop_requested = clock.monotonic(), False
                 if now >= next_stop_check:  # a store read per report would slow simulations
@@ -376,15 +319,15 @@ class _Run:
                 if not self._lease_held():
                     status = JobStatus.STOPPED  # its ending is the new controller's to write
                 elif stop_requested:
-                    self.halt_reason, status = "stop requested", JobStatus.STOPPED
+                    self.tally.halt_reason, status = "stop requested", JobStatus.STOPPED
                     self._stop_all("the tuning job was stopped")
                 elif deadline is not None and clock.monotonic() >= deadline:
-                    self.halt_reason = f"max_runtime_seconds={limit:g} reached"
+                    self.tally.halt_reason = f"max_runtime_seconds={limit:g} reached"
                     status = JobStatus.STOPPED
-                    self._stop_all(f"the tuning job reached its {self.halt_reason}")
+                    self._stop_all(f"the tuning job reached its {self.tally.halt_reason}")
         except KeyboardInterrupt:
             status, interrupted = JobStatus.STOPPED, True
-            self.halt_reason = "interrupted (Ctrl-C)"
+            self.tally.halt_reason = "interrupted (Ctrl-C)"
             self._stop_all("the tuning job was interrupted")
         finally:
             for number in self.runner.wait_all():
@@ -392,16 +335,17 @@ class _Run:
             if not self.lease.lost:  # else its paused trials are the new controller's
                 self._end_paused()
             self._progress()  # as it ended: every trial counted
-            if self.failure_reason is not None and status is JobStatus.COMPLETED:
+            tally = self.tally
+            if tally.failure_reason is not None and status is JobStatus.COMPLETED:
                 status = JobStatus.FAILED
             self.store.finish_tuning_job(
                 self.id,
                 status,
                 clock.time(),
                 clock.monotonic() - started,
-                self.failure_reason
+                tally.failure_reason
                 if status is JobStatus.FAILED
-                else self.halt_reason
+                else tally.halt_reason
                 if status is JobStatus.STOPPED
                 else None,
                 holder=self.lease.holder,  # nothing written if another controller took over
@@ -420,14 +364,8 @@ class _Run:
     def _progress(self) -> None:
         if self.tuner.on_progress is not None:
             self.tuner.on_progress(
-                TuningProgress(
-                    running=len(self.running),
-                    completed=self.outcomes[JobStatus.COMPLETED],
-                    stopped=self.outcomes[JobStatus.STOPPED],
-                    failed=self.outcomes[JobStatus.FAILED],
-                    max_jobs=self.spec.max_jobs,
-                    best=self.best,
-                    paused=len(self.paused),
+                self.tally.progress(
+                    running=len(self.running), paused=len(self.paused), max_jobs=self.spec.max_jobs
                 )
             )
 
@@ -435,7 +373,7 @@ class _Run:
         """Start trials up to the limits, a promoted paused one before any new one; False
         once no new one will ever start (promotions may still come while trials run)."""
         while (
-            self.halt_reason is None
+            self.tally.halt_reason is None
             and len(self.running) < self.spec.max_parallel_jobs
             and self._lease_held()  # renewed before a trial starts: never one too many
         ):
@@ -450,23 +388,23 @@ class _Run:
                 suggestion = self.searcher.suggest()
             if suggestion is None:
                 if self.population is None:
-                    self.halt_reason = "the search space is exhausted"
+                    self.tally.halt_reason = "the search space is exhausted"
                 break  # PBT: a new trial comes when a running one is exploited
             self.proposed += 1
             self._start(suggestion)
         if self.population is not None:
             with self.lock:
-                return self.halt_reason is None and self.population.may_propose()
-        return self.halt_reason is None and self.proposed < self.spec.max_jobs
+                return self.tally.halt_reason is None and self.population.may_propose()
+        return self.tally.halt_reason is None and self.proposed < self.spec.max_jobs
 
     def _lease_held(self) -> bool:
         """Whether this controller still runs the job (its lease renewed when due); once
         another has taken over, no trial starts here and the running ones are stopped."""
         if self.lease.keep():
             return True
-        if self.halt_reason is None:
-            self.halt_reason = "another controller took the tuning job over"
-            self._stop_all(self.halt_reason)
+        if self.tally.halt_reason is None:
+            self.tally.halt_reason = "another controller took the tuning job over"
+            self._stop_all(self.tally.halt_reason)
         return False
 
     def _job_id(self, number: int) -> str:
@@ -496,7 +434,7 @@ class _Run:
         job_id = self.paused.pop(number)
         record = self.store.get_training_job(job_id)
         if record.status is not JobStatus.PAUSED:  # ended meanwhile (`jobs stop`)
-            self.outcomes[record.status] += 1
+            self.tally.outcomes[record.status] += 1
             with self.lock:
                 self.scheduler.on_end(number)
             return
@@ -509,7 +447,7 @@ class _Run:
                 f"promoted, but could not resume: {exc}",
                 self.tuner.clock.time(),
             )
-            self.outcomes[JobStatus.FAILED] += 1
+            self.tally.outcomes[JobStatus.FAILED] += 1
             with self.lock:
                 self.scheduler.on_end(number)
             self._count_failure(f"could not resume: {exc}")
@@ -521,7 +459,7 @@ class _Run:
         if not self.paused:
             return
         self.store.end_paused_trials(self.id, "; not promoted before the tuning job ended")
-        self.outcomes[JobStatus.STOPPED] += len(self.paused)
+        self.tally.outcomes[JobStatus.STOPPED] += len(self.paused)
         with self.lock:
             for number in self.paused:
                 self.scheduler.on_end(number)
@@ -586,7 +524,7 @@ class _Run:
         if paused:
             self.paused[number] = trial.job_id
         else:
-            self.outcomes[record.status] += 1
+            self.tally.outcomes[record.status] += 1
         if record.status is JobStatus.FAILED:
             self._count_failure(record.failure_reason)
         value, resource = self._result(
@@ -603,31 +541,12 @@ class _Run:
             self._consider(trial.job_id, result.value, self._feasible(record))
 
     def _count_failure(self, reason: str | None) -> None:
-        limit = self.spec.max_failed_trials
-        failed = self.outcomes[JobStatus.FAILED]
-        if limit is None or failed < limit or self.failure_reason is not None:
-            return
-        self.failure_reason = f"max_failed_trials={limit} reached (the last: {reason})"
-        self.halt_reason = self.halt_reason or self.failure_reason
-        self._stop_all("the tuning job failed: too many of its trials failed")
+        if self.tally.failed(reason):
+            self._stop_all("the tuning job failed: too many of its trials failed")
 
     def _consider(self, job_id: str, value: float, feasible: bool = True) -> None:
-        """A trial's result: best so far? target reached? It counts only if it meets the
-        constraints (an infeasible trial is no better than no trial)."""
-        maximize = self.spec.objective_type is ObjectiveType.MAXIMIZE
-        if not feasible:
-            self.since_improvement += 1
-        elif self.best is None or (value > self.best if maximize else value < self.best):
-            self.best, self.since_improvement = value, 0
+        if self.tally.consider(value, feasible):
             self.store.set_tuning_best(self.id, job_id, value)
-        else:
-            self.since_improvement += 1
-        target = self.spec.target_objective
-        if target is not None and feasible and (value >= target if maximize else value <= target):
-            self.halt_reason = self.halt_reason or f"target_objective={target:g} reached"
-        patience = self.spec.max_jobs_without_improvement
-        if patience is not None and self.since_improvement >= patience:
-            self.halt_reason = self.halt_reason or f"no improvement in {patience} jobs"
 
     def _stop_all(self, reason: str) -> None:
         for trial in self.running.values():
@@ -663,5 +582,5 @@ class _Run:
         )
         with self.lock:
             self.searcher.observe(TrialResult(suggestion.number, None))
-        self.outcomes[JobStatus.FAILED] += 1
+        self.tally.outcomes[JobStatus.FAILED] += 1
         self._count_failure(f"could not start: {error}")
