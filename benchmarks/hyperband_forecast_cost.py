@@ -24,7 +24,7 @@ from typing import Any
 from benchmarks._report import Paired, spread, summary, write
 from benchmarks.scale._synthetic import MAX_RESOURCE, SyntheticCurves
 from scaletune.spec import ObjectiveType, RankBy
-from scaletune.tuning import Decision, HyperbandScheduler
+from scaletune.tuning import Decision, hyperband_scheduler
 
 RANKINGS: tuple[RankBy, RankBy] = ("value", "forecast")
 
@@ -103,7 +103,7 @@ def _curves(size: int) -> list[list[float]]:
 
 def _run(curves: list[list[float]], ranked: RankBy) -> tuple[float, int]:
     """Seconds to feed every report, and the rung decisions made."""
-    scheduler = HyperbandScheduler(
+    scheduler = hyperband_scheduler(
         ObjectiveType.MAXIMIZE,
         min_resource=1,
         max_resource=MAX_RESOURCE,

@@ -11,7 +11,7 @@ import numpy as np
 
 from benchmarks.tuning._problem import EPOCHS, MIN_RESOURCE, random_config
 from scaletune.spec import ObjectiveType
-from scaletune.tuning import Decision, HyperbandScheduler
+from scaletune.tuning import Decision, hyperband_scheduler
 
 Draw = Callable[[np.random.Generator], dict[str, object]]
 
@@ -25,7 +25,7 @@ class HyperbandPolicy:
         draw: Draw = random_config,
         brackets: int | None = None,  # None: all of Hyperband's
     ):
-        self.scheduler = HyperbandScheduler(
+        self.scheduler = hyperband_scheduler(
             ObjectiveType.MAXIMIZE,
             min_resource=MIN_RESOURCE,
             max_resource=max_resource,

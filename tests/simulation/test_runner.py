@@ -11,7 +11,7 @@ from scaletune.errors import InvalidInputError
 from scaletune.simulation import ClusterCosts, Curve, CurvePoint, simulate_tuning
 from scaletune.spec import ObjectiveType, TuningJobSpec, tuning_spec_from_dict
 from scaletune.store import JobStatus, Store
-from scaletune.tuning import HyperbandScheduler, summarize
+from scaletune.tuning import hyperband_scheduler, summarize
 
 COSTS = ClusterCosts(start_seconds=2.0, scaling_efficiency=1.0)
 
@@ -65,7 +65,7 @@ def _spec(**changes: Any) -> TuningJobSpec:
 
 
 def test_seed_1_puts_every_trial_in_the_most_aggressive_bracket() -> None:
-    scheduler = HyperbandScheduler(
+    scheduler = hyperband_scheduler(
         ObjectiveType.MAXIMIZE, min_resource=1, max_resource=9, eta=3, seed=1
     )
     assert [bracket.rungs for bracket in scheduler.brackets] == [[1, 3], [3], []]

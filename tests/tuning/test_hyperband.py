@@ -14,12 +14,15 @@ from typing import Any
 import pytest
 
 from scaletune.spec import ObjectiveType
-from scaletune.tuning import Decision, HyperbandScheduler
+from scaletune.tuning import Decision, HyperbandScheduler, hyperband_scheduler
+from scaletune.tuning._ranking import ForecastValue
 
 
 @pytest.fixture
 def hyperband() -> HyperbandScheduler:
-    return HyperbandScheduler(ObjectiveType.MAXIMIZE, min_resource=1, max_resource=9, eta=3, seed=0)
+    return hyperband_scheduler(
+        ObjectiveType.MAXIMIZE, min_resource=1, max_resource=9, eta=3, seed=0
+    )
 
 
 def test_brackets_and_their_draw(hyperband: HyperbandScheduler) -> None:
@@ -38,7 +41,7 @@ def test_brackets_and_their_draw(hyperband: HyperbandScheduler) -> None:
         0,
         0,
     ]
-    again = HyperbandScheduler(ObjectiveType.MAXIMIZE, min_resource=1, max_resource=9, seed=0)
+    again = hyperband_scheduler(ObjectiveType.MAXIMIZE, min_resource=1, max_resource=9, seed=0)
     assert [again.bracket_of(trial) for trial in reversed(range(12))] == [
         0,
         0,
@@ -89,21 +92,21 @@ def test_the_worked_example(hyperband: HyperbandScheduler) -> None:
 
 
 def test_minimising_ranks_the_other_way() -> None:
-    hyperband = HyperbandScheduler(ObjectiveType.MINIMIZE, min_resource=1, max_resource=9, seed=0)
+    hyperband = hyperband_scheduler(ObjectiveType.MINIMIZE, min_resource=1, max_resource=9, seed=0)
     assert hyperband.on_report(2, 1, 0.5).decision is Decision.CONTINUE
     assert hyperband.on_report(5, 1, 0.9).decision is Decision.STOP  # higher loss is worse
     assert hyperband.on_report(6, 1, 0.1).decision is Decision.CONTINUE
 
 
 def test_never_judged_before_min_resource() -> None:
-    hyperband = HyperbandScheduler(ObjectiveType.MAXIMIZE, min_resource=2, max_resource=18, seed=0)
+    hyperband = hyperband_scheduler(ObjectiveType.MAXIMIZE, min_resource=2, max_resource=18, seed=0)
     assert [bracket.rungs for bracket in hyperband.brackets] == [[2, 6], [6], []]
     for trial in range(20):
         assert hyperband.on_report(trial, 1, -float(trial)).decision is Decision.CONTINUE
 
 
 def test_bracket_draws_follow_hyperband_weights() -> None:
-    hyperband = HyperbandScheduler(ObjectiveType.MAXIMIZE, min_resource=1, max_resource=30, seed=7)
+    hyperband = hyperband_scheduler(ObjectiveType.MAXIMIZE, min_resource=1, max_resource=30, seed=7)
     assert [bracket.rungs for bracket in hyperband.brackets] == [
         [1, 3, 9, 27],
         [3, 9, 27],
@@ -125,14 +128,14 @@ def test_bracket_draws_follow_hyperband_weights() -> None:
 )
 def test_bad_settings(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        HyperbandScheduler(ObjectiveType.MAXIMIZE, **kwargs)
+        hyperband_scheduler(ObjectiveType.MAXIMIZE, **kwargs)
 
 
 def _two_objectives(**kwargs: Any) -> HyperbandScheduler:
     from scaletune.tuning._pareto import Direction
 
     settings: dict[str, Any] = {"seed": 0, **kwargs}
-    return HyperbandScheduler(
+    return hyperband_scheduler(
         ObjectiveType.MAXIMIZE,
         min_resource=1,
         max_resource=9,
@@ -194,7 +197,7 @@ def one_bracket(
     min_resource: int, max_resource: int, eta: int = 3, **more: Any
 ) -> HyperbandScheduler:
     """Plain asynchronous successive halving (one bracket), maximising, seed 0."""
-    return HyperbandScheduler(
+    return hyperband_scheduler(
         ObjectiveType.MAXIMIZE,
         min_resource=min_resource,
         max_resource=max_resource,
@@ -262,8 +265,8 @@ def test_a_resumed_attempt_reporting_anew_replaces_the_steps_it_repeats() -> Non
 def test_a_curve_is_kept_only_while_its_trial_has_rungs_ahead() -> None:
     hyperband = one_bracket(4, 40, rank_by="forecast")
     assert hyperband.brackets[0].rungs == [4, 12, 36]
-    curves = hyperband._curves  # what a run of 10,000 trials holds in memory
-    assert curves is not None
+    assert isinstance(hyperband.ranked, ForecastValue)
+    curves = hyperband.ranked.curves  # what a run of 10,000 trials holds in memory
     for step in range(1, 40):
         hyperband.on_report(0, step, 1 - 1 / step)
         assert (0 in curves) is (step < 36)

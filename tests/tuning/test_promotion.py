@@ -14,12 +14,18 @@ import numpy as np
 import pytest
 
 from scaletune.spec import HyperbandType, ObjectiveType
-from scaletune.tuning import Decision, HyperbandScheduler
-from scaletune.tuning._hyperband import kendall_tau
+from scaletune.tuning import (
+    Decision,
+    HyperbandScheduler,
+    PromotionHyperband,
+    StoppingHyperband,
+    hyperband_scheduler,
+)
+from scaletune.tuning._brackets import kendall_tau
 
 
-def _asha(objective: ObjectiveType = ObjectiveType.MAXIMIZE) -> HyperbandScheduler:
-    return HyperbandScheduler(
+def _asha(objective: ObjectiveType = ObjectiveType.MAXIMIZE) -> PromotionHyperband:
+    asha = hyperband_scheduler(
         objective,
         min_resource=1,
         max_resource=9,
@@ -27,6 +33,8 @@ def _asha(objective: ObjectiveType = ObjectiveType.MAXIMIZE) -> HyperbandSchedul
         brackets=1,
         kind=HyperbandType.PROMOTION,
     )
+    assert isinstance(asha, PromotionHyperband)
+    return asha
 
 
 def test_paused_trials_are_promoted_as_the_rung_fills() -> None:
@@ -59,7 +67,7 @@ def test_paused_trials_are_promoted_as_the_rung_fills() -> None:
 
 def test_the_highest_rung_is_promoted_first() -> None:
     """eta=2, rungs 1, 2 and 4: the best n // 2 of a rung's n values may be promoted."""
-    asha = HyperbandScheduler(
+    asha = hyperband_scheduler(
         ObjectiveType.MAXIMIZE,
         min_resource=1,
         max_resource=8,
@@ -67,6 +75,7 @@ def test_the_highest_rung_is_promoted_first() -> None:
         brackets=1,
         kind=HyperbandType.PROMOTION,
     )
+    assert isinstance(asha, PromotionHyperband)
     reports = [
         ("a", 1, 0.7, Decision.CONTINUE),
         ("b", 1, 0.8, Decision.CONTINUE),
@@ -128,18 +137,18 @@ def test_a_replay_sees_a_promotion_in_a_report_past_the_next_rung() -> None:
 
 
 def test_stopping_type_never_pauses() -> None:
-    stopping = HyperbandScheduler(
+    stopping = hyperband_scheduler(
         ObjectiveType.MAXIMIZE, min_resource=1, max_resource=9, eta=3, brackets=1
     )
     stopping.on_report(0, 1, 0.9)
     assert stopping.on_report(1, 1, 0.1).decision is Decision.STOP
-    assert stopping.paused == []
+    assert isinstance(stopping, StoppingHyperband)  # a class that never pauses
     assert stopping.promote() is None
 
 
 @pytest.mark.parametrize(("brackets", "drawn"), [(1, {0}), (2, {0, 1}), (None, {0, 1, 2})])
 def test_fewer_brackets_keep_the_most_aggressive(brackets: int | None, drawn: set[int]) -> None:
-    hyperband = HyperbandScheduler(
+    hyperband = hyperband_scheduler(
         ObjectiveType.MAXIMIZE, min_resource=1, max_resource=9, eta=3, brackets=brackets
     )
     assert [b.rungs for b in hyperband.brackets] == [[1, 3], [3], []][: len(drawn)]
@@ -148,7 +157,7 @@ def test_fewer_brackets_keep_the_most_aggressive(brackets: int | None, drawn: se
 
 def test_more_brackets_than_there_are_is_refused() -> None:
     with pytest.raises(ValueError, match=r"brackets must be within \[1, 3\] \(got 4\)"):
-        HyperbandScheduler(
+        hyperband_scheduler(
             ObjectiveType.MAXIMIZE, min_resource=1, max_resource=9, eta=3, brackets=4
         )
 
@@ -162,7 +171,7 @@ def test_kendall_tau() -> None:
 
 def _adaptive() -> HyperbandScheduler:
     # rungs: bracket 0 at 1 and 3, bracket 1 at 3, bracket 2 runs to 9; weights 9:5:3
-    return HyperbandScheduler(
+    return hyperband_scheduler(
         ObjectiveType.MAXIMIZE, min_resource=1, max_resource=9, eta=3, bracket_weights="adaptive"
     )
 

@@ -191,7 +191,8 @@ def test_a_restart_brings_back_every_objective_for_the_searcher_and_the_rungs(
     store: Store,
 ) -> None:
     from scaletune.simulation import SimulatedClock, SimulatedTrialRunner
-    from scaletune.tuning import TuningController
+    from scaletune.tuning import HyperbandScheduler, TuningController
+    from scaletune.tuning._ranking import ByTradeOff
     from scaletune.tuning._tuner import _Run
 
     raw = _grid(
@@ -220,7 +221,9 @@ def test_a_restart_brings_back_every_objective_for_the_searcher_and_the_rungs(
         assert told[number].values == pytest.approx(
             [trial.objective, trial.billable_seconds, trial.wall_seconds]
         )
-    first_rung = run.scheduler.brackets[0].points[1].array  # type: ignore[attr-defined]
+    scheduler = run.scheduler
+    assert isinstance(scheduler, HyperbandScheduler) and isinstance(scheduler.ranking, ByTradeOff)
+    first_rung = scheduler.ranking.points_at((0, 1))
     assert len(first_rung) == 12  # every trial reported step 1
     # Billable seconds as they stood at step 1: 1 + 1/n seconds on n workers, n + 1.
     assert sorted(set(first_rung[:, 1].round(6))) == [2.0, 3.0, 4.0]

@@ -41,7 +41,7 @@ def rungs_of(record: TuningJobRecord) -> list[int]:
     settings = record.spec.get("hyperband")
     if not settings:
         return []
-    from scaletune.tuning._hyperband import hyperband_brackets
+    from scaletune.tuning._brackets import hyperband_brackets
 
     brackets, _ = hyperband_brackets(
         settings["min_resource"],

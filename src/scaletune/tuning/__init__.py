@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING
 from scaletune._lazy import lazy_names
 
 if TYPE_CHECKING:
-    from scaletune.tuning._hyperband import HyperbandScheduler, hyperband_brackets
+    from scaletune.tuning._brackets import hyperband_brackets
+    from scaletune.tuning._hyperband import (
+        HyperbandScheduler,
+        PromotionHyperband,
+        StoppingHyperband,
+        hyperband_scheduler,
+    )
     from scaletune.tuning._notices import notices
     from scaletune.tuning._rungs import RungAgreement, RungReport, rung_agreement
     from scaletune.tuning._schedulers import (
@@ -43,7 +49,10 @@ if TYPE_CHECKING:
 
 _WHERE = {
     "HyperbandScheduler": "_hyperband",
-    "hyperband_brackets": "_hyperband",
+    "PromotionHyperband": "_hyperband",
+    "StoppingHyperband": "_hyperband",
+    "hyperband_scheduler": "_hyperband",
+    "hyperband_brackets": "_brackets",
     "notices": "_notices",
     "RungAgreement": "_rungs",
     "RungReport": "_rungs",
@@ -85,10 +94,12 @@ __all__ = [
     "HyperbandScheduler",
     "MedianStoppingScheduler",
     "OptunaSearcher",
+    "PromotionHyperband",
     "RungAgreement",
     "RungReport",
     "Scheduler",
     "Searcher",
+    "StoppingHyperband",
     "Suggestion",
     "TargetView",
     "TradeOff",
@@ -103,6 +114,7 @@ __all__ = [
     "bayesian_searcher",
     "front_of",
     "hyperband_brackets",
+    "hyperband_scheduler",
     "make_scheduler",
     "make_searcher",
     "notices",

@@ -47,10 +47,6 @@ class Scheduler(Protocol):
         """A trial the scheduler may count as paused goes on (after a restart)."""
         ...
 
-    def bracket(self, trial: int) -> int | None:
-        """The Hyperband bracket the trial was drawn into; None for other schedulers."""
-        ...
-
 
 class _NeverPauses:
     """For schedulers that only continue or stop: no promotions, no brackets."""
@@ -60,9 +56,6 @@ class _NeverPauses:
 
     def on_resumed(self, trial: int) -> None:
         pass
-
-    def bracket(self, trial: int) -> int | None:
-        return None
 
 
 class FIFOScheduler(_NeverPauses):

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from scaletune.spec import EarlyStopping, Strategy, TuningJobSpec
-from scaletune.tuning._hyperband import HyperbandScheduler, hyperband_brackets
+from scaletune.tuning._brackets import hyperband_brackets
+from scaletune.tuning._hyperband import hyperband_scheduler
 from scaletune.tuning._lastvalue import LastValueSearcher
 from scaletune.tuning._multifidelity import RungModelSearcher
 from scaletune.tuning._objectives import Goals
@@ -71,7 +72,7 @@ def make_searcher(spec: TuningJobSpec) -> Searcher:
 
 def make_scheduler(spec: TuningJobSpec) -> Scheduler:
     if spec.hyperband is not None:
-        return HyperbandScheduler(
+        return hyperband_scheduler(
             spec.objective_type,
             min_resource=spec.hyperband.min_resource,
             max_resource=spec.hyperband.max_resource,

@@ -194,7 +194,7 @@ def _rungs_of(record: TuningJobRecord) -> Callable[[TrialRow], dict[str, Any]]:
     settings = record.spec.get("hyperband")
     if not settings:
         return lambda trial: {"HyperbandBracket": None, "RungsReached": None}
-    from scaletune.tuning._hyperband import draw_bracket, hyperband_brackets
+    from scaletune.tuning._brackets import draw_bracket, hyperband_brackets
 
     brackets, weights = hyperband_brackets(
         settings["min_resource"],

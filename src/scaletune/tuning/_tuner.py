@@ -36,6 +36,7 @@ from scaletune.training import (
     staging_of,
 )
 from scaletune.training._ids import new_job_id
+from scaletune.tuning._hyperband import HyperbandScheduler
 from scaletune.tuning._lease import LEASE_SECONDS, TuningLease
 from scaletune.tuning._objectives import TrialCosts
 from scaletune.tuning._restore import past_reports, warm_start
@@ -284,7 +285,9 @@ class _Run:
             resource,
             seconds_per_step=seconds_per_step(own),
             full_resource=full_resource,
-            bracket=None if number is None else self.scheduler.bracket(number),
+            bracket=self.scheduler.bracket(number)
+            if isinstance(self.scheduler, HyperbandScheduler) and number is not None
+            else None,
         )
         return value, resource
 

@@ -1,0 +1,202 @@
+"""What a Hyperband rung records of a trial, and how it ranks what it recorded.
+
+Ranking by forecast (`ForecastValue`, `_forecast`): what a rung records and ranks is not the
+trial's value there but the value its reports so far point to at max_resource, so that a slow
+learner that will end first is not stopped for standing low early. A rung where the trial has
+fewer reports than a curve fit needs judges nothing: it goes on.
+
+With several objectives (`ByTradeOff`: quality, billable seconds, wall time), a rung holds
+each trial's point: the objective's value there and the other objectives as they stood when
+it got there (a reported metric's latest value; the seconds it has run, on all its tasks for
+billable seconds). Ranking at a rung is then by random scalarisation, as in multi-objective
+ASHA (Schmucker et al. 2021): each trial draws its own trade-off, a weight per objective (from
+the seed and its number), and goes on if its Chebyshev distance to the rung's ideal point
+(objectives scaled to the rung's range) is among the best max(1, n // eta) of the rung's
+points under those weights. Trials judged by different trade-offs survive at different places
+along the front, so the survivors spread over it instead of crowding one end; a pass costs
+one pass over the rung's points, not a non-dominated sort of them.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+from scaletune.tuning._forecast import forecast
+from scaletune.tuning._pareto import Direction
+
+Paused = list[tuple[float, int]]  # (value, trial), sorted ascending
+
+
+class RankedValue(Protocol):
+    """What a rung records of a trial: its value there, or a forecast from its curve."""
+
+    label: str  # before the value in a verdict's reason
+
+    def seen(self, trial: int, resource: int, value: float) -> None:
+        """A report of a trial that has rungs ahead."""
+        ...
+
+    def at_rung(self, trial: int, value: float, *, last: bool) -> float | None:
+        """What its rung records (`last`: its bracket's last); None: this rung judges
+        nothing."""
+        ...
+
+    def forget(self, trial: int) -> None: ...
+
+
+class ReportedValue:
+    label = ""
+
+    def seen(self, trial: int, resource: int, value: float) -> None:
+        pass
+
+    def at_rung(self, trial: int, value: float, *, last: bool) -> float | None:
+        return value
+
+    def forget(self, trial: int) -> None:
+        pass
+
+
+class ForecastValue:
+    label = "forecast "
+
+    def __init__(self, max_resource: int) -> None:
+        self._max_resource = max_resource
+        # trial -> its (steps, values) so far, while it has rungs ahead
+        self.curves: dict[int, tuple[list[int], list[float]]] = {}
+
+    def seen(self, trial: int, resource: int, value: float) -> None:
+        steps, values = self.curves.setdefault(trial, ([], []))
+        kept = bisect.bisect_left(steps, resource)  # a resumed attempt reports anew
+        del steps[kept:], values[kept:]
+        steps.append(resource)
+        values.append(value)
+
+    def at_rung(self, trial: int, value: float, *, last: bool) -> float | None:
+        curve = self.curves[trial]
+        if last:  # the curve is not needed again
+            del self.curves[trial]
+        return forecast(*curve, at=self._max_resource)
+
+    def forget(self, trial: int) -> None:
+        self.curves.pop(trial, None)
+
+
+class Ranking(Protocol):
+    """Whether a trial is among a rung's best `keep`; each rung's records are its own."""
+
+    def add(self, rung: tuple[int, int], trial: int, value: float, others: Sequence[float]) -> None:
+        """A trial recorded at a rung (bracket, step): `value` ranked, `others` as they stood."""
+        ...
+
+    def passes(
+        self, rung: tuple[int, int], values: list[float], trial: int, value: float, keep: int
+    ) -> bool:
+        """Among the best `keep` of the rung, whose recorded `values` are sorted ascending."""
+        ...
+
+    def candidates(self, paused: Paused) -> Paused:
+        """The paused trials of a rung worth asking about a promotion, in order."""
+        ...
+
+
+class ByValue:
+    """One objective: the value, in its direction (the one place that knows it)."""
+
+    def __init__(self, maximize: bool) -> None:
+        self._maximize = maximize
+
+    def add(self, rung: tuple[int, int], trial: int, value: float, others: Sequence[float]) -> None:
+        pass  # the values the rung recorded are all it ranks
+
+    def passes(
+        self, rung: tuple[int, int], values: list[float], trial: int, value: float, keep: int
+    ) -> bool:
+        return value >= values[-keep] if self._maximize else value <= values[keep - 1]
+
+    def candidates(self, paused: Paused) -> Paused:
+        return [paused[-1] if self._maximize else paused[0]]  # the best is the one to try
+
+
+class _Points:
+    """A rung's points (every objective as one to minimise), in a growing array: a ranking
+    is one vectorised pass, not a conversion of a list per report."""
+
+    def __init__(self, width: int) -> None:
+        self._rows = np.empty((16, width))
+        self._count = 0
+        self._index: dict[int, int] = {}  # trial -> its row
+
+    def add(self, trial: int, point: np.ndarray) -> None:
+        if self._count == len(self._rows):
+            self._rows = np.concatenate([self._rows, np.empty_like(self._rows)])
+        self._rows[self._count] = point
+        self._index[trial] = self._count
+        self._count += 1
+
+    def of(self, trial: int) -> np.ndarray:
+        return np.asarray(self._rows[self._index[trial]])
+
+    @property
+    def array(self) -> np.ndarray:
+        return self._rows[: self._count]
+
+
+class ByTradeOff:
+    """Several objectives: each trial by its own random trade-off (module doc)."""
+
+    def __init__(self, objectives: Sequence[Direction], seed: int) -> None:
+        self._objectives = list(objectives)
+        self._seed = seed
+        self._trade_offs: dict[int, np.ndarray] = {}  # trial -> its weight per objective
+        self._points: dict[tuple[int, int], _Points] = {}
+
+    def add(self, rung: tuple[int, int], trial: int, value: float, others: Sequence[float]) -> None:
+        points = self._points.setdefault(rung, _Points(len(self._objectives)))
+        points.add(trial, self._minimised(value, others))
+
+    def passes(
+        self, rung: tuple[int, int], values: list[float], trial: int, value: float, keep: int
+    ) -> bool:
+        points = self._points[rung]
+        everyone = points.array
+        finite = np.isfinite(everyone)
+        low = np.where(finite, everyone, np.inf).min(axis=0)
+        high = np.where(finite, everyone, -np.inf).max(axis=0)
+        low, high = np.where(np.isfinite(low), low, 0.0), np.where(np.isfinite(high), high, 0.0)
+        span = np.where(high > low, high - low, 1.0)
+        weights = self._trade_off(trial)
+
+        def distance(rows: np.ndarray) -> np.ndarray:
+            scaled = np.where(np.isfinite(rows), (rows - low) / span, 1.0)  # unknown: worst
+            return np.asarray((scaled * weights).max(axis=-1))
+
+        return int((distance(everyone) < distance(points.of(trial))).sum()) < keep
+
+    def candidates(self, paused: Paused) -> Paused:
+        return paused  # each judged by its own trade-off
+
+    def points_at(self, rung: tuple[int, int]) -> np.ndarray:
+        """The points recorded at a rung (bracket, step), a row per trial, every objective
+        as one to minimise."""
+        return self._points[rung].array
+
+    def _minimised(self, value: float, others: Sequence[float]) -> np.ndarray:
+        """A point with every objective to minimise; one not known yet counts as the worst."""
+        raw = [value, *others][: len(self._objectives)]
+        raw += [math.nan] * (len(self._objectives) - len(raw))
+        point = np.array(
+            [-v if d.maximize else v for v, d in zip(raw, self._objectives, strict=True)]
+        )
+        return np.where(np.isnan(point), np.inf, point)
+
+    def _trade_off(self, trial: int) -> np.ndarray:
+        if trial not in self._trade_offs:
+            rng = np.random.default_rng([self._seed, trial, 7])
+            self._trade_offs[trial] = rng.dirichlet(np.ones(len(self._objectives)))
+        return self._trade_offs[trial]
