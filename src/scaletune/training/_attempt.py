@@ -5,6 +5,7 @@ rendezvous that end with the attempt."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from scaletune.checkpoints import Checkpoint, CheckpointFolder, CheckpointPlan
@@ -13,9 +14,10 @@ from scaletune.cluster import Group, GroupRendezvous
 from scaletune.data import TableFiles
 from scaletune.spec import ShardingMode
 from scaletune.store import Store
+from scaletune.training._report_writer import ReportWriter
 from scaletune.training._staging import JobStaging
 from scaletune.training._stopper import Stopper
-from scaletune.worker import ChannelShard, WorkerTask
+from scaletune.worker import ChannelShard, Report, WorkerTask
 
 if TYPE_CHECKING:
     from scaletune.training._controller import PreparedJob
@@ -198,3 +200,18 @@ class LiveAttempt:
             # script is killed): waiting for the tracker to see them finish is pointless.
             rendezvous.close(completed=clean and completed)
         return clean
+
+
+@dataclass(frozen=True)
+class JobRun:
+    """What every attempt of one run of a job shares."""
+
+    job: PreparedJob
+    staging: JobStaging
+    shards: Mapping[str, ChannelShard]  # the channels, written once for every attempt
+    stop: Stopper
+    started: float  # monotonic, when the run began: max_runtime_seconds counts from it
+    live: LiveAttempt
+    writer: ReportWriter
+    on_started: Callable[[Group], None] | None
+    on_report: Callable[[Report], None]

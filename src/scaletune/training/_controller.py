@@ -12,7 +12,7 @@ import os
 import shutil
 import socket
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +41,7 @@ from scaletune.store import (
 )
 from scaletune.tracking import JobEnd, TrackedJob, Trackers, Tracking
 from scaletune.training._attempt import (
+    JobRun,
     LiveAttempt,
     RoomWait,
     reported_step,
@@ -64,7 +65,7 @@ from scaletune.training._supervise import (
     Timing,
     supervise,
 )
-from scaletune.worker import ChannelShard, Report
+from scaletune.worker import Report
 
 
 @dataclass(frozen=True)
@@ -265,23 +266,12 @@ class TrainingController:
                 reported = _tracked(tracker, reported)
             staging = JobStaging.create(job.spec.cluster.staging, job.id, scratch)
             shards = write_shards(job, staging)
+            run = JobRun(job, staging, shards, stop, started, live, writer, on_started, reported)
             redo_from = job.reached_step if state.number > 1 else None
             retries = 0  # a resumed job has its own retries again
             while True:
                 resume = self._begin_attempt(job, state, redo_from)
-                ending = self._attempt(
-                    job,
-                    staging,
-                    shards,
-                    resume,
-                    stop,
-                    started,
-                    state,
-                    live,
-                    writer,
-                    on_started,
-                    reported,
-                )
+                ending = self._attempt(run, resume, state)
                 writer.metrics(state.pending)
                 state.pending.clear()
                 writer.drain()  # what comes next reads them
@@ -408,29 +398,17 @@ class TrainingController:
         )
         return resume
 
-    def _attempt(
-        self,
-        job: PreparedJob,
-        staging: JobStaging,
-        shards: Mapping[str, ChannelShard],
-        resume: Checkpoint | None,
-        stop: Stopper,
-        started: float,
-        state: AttemptState,
-        live: LiveAttempt,
-        writer: ReportWriter,
-        on_started: Callable[[Group], None] | None,
-        on_report: Callable[[Report], None],
-    ) -> Ending:
+    def _attempt(self, run: JobRun, resume: Checkpoint | None, state: AttemptState) -> Ending:
         """Place the workers, watch them to the end; what breaks becomes the attempt's Ending."""
+        job, live, stop = run.job, run.live, run.stop
         placeable = (lambda: self._placeable(job)) if job.spec.elastic else None
-        wait = RoomWait(self.store, self.clock, job, stop, started, state.size, placeable)
+        wait = RoomWait(self.store, self.clock, job, stop, run.started, state.size, placeable)
         while live.group is None:
             try:
                 tasks, live.rendezvous = worker_tasks(
                     job,
-                    staging,
-                    shards,
+                    run.staging,
+                    run.shards,
                     resume,
                     state.number,
                     self.backend.rendezvous_host,
@@ -454,20 +432,15 @@ class TrainingController:
         if wait.waited:
             self.store.set_waiting(job.id, None)  # placed at last
         self.store.attempts.set_workers(job.id, state.number, live.group.locations)
-        if on_started is not None:
-            on_started(live.group)
+        if run.on_started is not None:
+            run.on_started(live.group)
         return supervise(
-            spec=job.spec,
-            log_path=job.paths.log_path,
-            writer=writer,
+            run,
+            live.group,
+            state,
             asked_to_stop=self._asked_to_stop(job.id),
             clock=self.clock,
             timing=self.timing,
-            group=live.group,
-            stop=stop,
-            started=started,
-            state=state,
-            on_report=on_report,
             resize=self._resize_check(job, state.size) if job.spec.elastic else None,
         )
 

@@ -13,10 +13,8 @@ from pathlib import Path
 
 from scaletune.clock import Clock
 from scaletune.cluster import Group
-from scaletune.spec import TrainingJobSpec
 from scaletune.store import JobStatus, MetricPoint, RejectedMetric
-from scaletune.training._report_writer import ReportWriter
-from scaletune.training._stopper import Stopper
+from scaletune.training._attempt import JobRun
 from scaletune.worker import CheckpointSaved, Exited, Failed, Finished, LogOutput, Report
 
 ROOT_CAUSE_SECONDS = 0.5
@@ -72,20 +70,17 @@ class Timing:
 
 
 def supervise(
+    run: JobRun,
+    group: Group,
+    state: AttemptState,
     *,
-    spec: TrainingJobSpec,
-    log_path: Callable[[int], Path],
-    writer: ReportWriter,
     asked_to_stop: Callable[[], bool],
     clock: Clock,
     timing: Timing,
-    group: Group,
-    stop: Stopper,
-    started: float,
-    state: AttemptState,
-    on_report: Callable[[Report], None],
     resize: ResizeCheck | None = None,
 ) -> Ending:
+    spec, log_path, writer = run.job.spec, run.job.paths.log_path, run.writer
+    stop, started, on_report = run.stop, run.started, run.on_report
     deadline = started + spec.max_runtime_seconds
     heartbeat_timeout = spec.retry.heartbeat_timeout_seconds
     next_stop_check = next_flush = clock.monotonic()
