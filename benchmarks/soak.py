@@ -116,6 +116,7 @@ class Controllers(_Threads):
         self.url, self.folder, self.until = url, folder, until
         self.jobs_started = Counter[str]()
         self.exit_codes: list[tuple[str, int]] = []
+        self.failures: list[dict[str, Any]] = []  # each non-zero exit, with its output's end
         self.threads = [
             threading.Thread(target=self._real, args=(i,), name=f"real-{i}") for i in range(2)
         ] + [
@@ -132,7 +133,7 @@ class Controllers(_Threads):
             log = self.folder / f"real-{index}.log"
             process = _scaletune("tune", str(spec), "--json", store=self.url, log=log)
             self.jobs_started["real"] += 1
-            self.exit_codes.append((f"real-{index}", process.wait()))
+            self._ended(f"real-{index}", process.wait(), log)
 
     def _simulated(self, index: int) -> None:
         log = self.folder / f"simulated-{index}.log"
@@ -143,7 +144,14 @@ class Controllers(_Threads):
                 stdout=output,
                 stderr=subprocess.STDOUT,
             )  # fmt: skip
-            self.exit_codes.append((f"simulated-{index}", process.wait()))
+            code = process.wait()
+        self._ended(f"simulated-{index}", code, log)
+
+    def _ended(self, name: str, code: int, log: Path) -> None:
+        self.exit_codes.append((name, code))
+        if code != 0:
+            tail = log.read_bytes()[-1500:].decode("utf-8", errors="replace")
+            self.failures.append({"controller": name, "exit_code": code, "output_end": tail})
 
 
 def simulated_controller(url: str, until_epoch: float) -> None:
@@ -304,7 +312,7 @@ def _scaletune_processes() -> list[str]:
     return left
 
 
-def check_reports(url: str) -> dict[str, int]:
+def check_reports(url: str) -> dict[str, Any]:
     """Each trial's stored curve against what its workers report: steps 1..N of each metric,
     each once (a retry's reports past its checkpoint are removed before they come again),
     up to its full resource for a completed trial. No trial here fails but by a fault: a
@@ -312,6 +320,7 @@ def check_reports(url: str) -> dict[str, int]:
     lost = duplicated = trials = 0
     failed_from_faults = 0
     statuses: Counter[str] = Counter()
+    reasons: Counter[str] = Counter()  # why the failed trials failed, each reason's count
     with Store(url) as store:
         for tuning in store.list_tuning_jobs():
             for trial in store.training_jobs_of(tuning.id):
@@ -319,6 +328,7 @@ def check_reports(url: str) -> dict[str, int]:
                 statuses[trial.status.value] += 1
                 if trial.status is JobStatus.FAILED:
                     failed_from_faults += 1
+                    reasons[(trial.failure_reason or "").splitlines()[0][:300]] += 1
                 by_metric: dict[str, Counter[int]] = {}
                 for point in store.metrics(trial.id):
                     by_metric.setdefault(point.name, Counter())[point.step] += 1
@@ -333,6 +343,7 @@ def check_reports(url: str) -> dict[str, int]:
         "lost_reports": lost,
         "duplicated_reports": duplicated,
         "failed_trials_from_faults": failed_from_faults,
+        "failed_trials_reasons": dict(reasons),
         **{f"trials_{k.lower()}": v for k, v in statuses.items()},
     }
 
@@ -408,6 +419,7 @@ def _soak(minutes: float, folder: Path, server: PostgresServer, faults: Faults) 
         "worker_kills": len(faults.kills),
         **reports,
         "tuning_controller_exits": Counter(code for _, code in controllers.exit_codes),
+        "tuning_controller_failures": controllers.failures,
         "real_tuning_jobs": controllers.jobs_started["real"],
         "leaked_processes": len(left),
         "leaked_process_command_lines": left,
@@ -473,6 +485,18 @@ def markdown(results: dict[str, Any], command: str) -> str:
         "be read); live pages said so too (`store-error`) and carried on.",
         "",
     ]
+    reasons = results.get("failed_trials_reasons")
+    if reasons:
+        lines += ["Why the failed trials failed (reason: trials):", ""]
+        lines += [f"- `{reason}`: {count}" for reason, count in reasons.items()]
+        lines.append("")
+    for failure in results.get("tuning_controller_failures", []):
+        last = failure["output_end"].strip().splitlines()[-1:] or ["(nothing)"]
+        lines.append(
+            f"Controller {failure['controller']} exited {failure['exit_code']}; its last "
+            f"line: `{last[0]}`."
+        )
+        lines.append("")
     unexpected = results["cli_reads"].get("unexpected_errors")
     if unexpected:
         lines += ["CLI reads that failed otherwise (the end of their stderr):", ""]

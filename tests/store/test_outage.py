@@ -105,6 +105,39 @@ def test_an_outage_longer_than_the_patience_raises_one_line(
             store.get_training_job("job-1")
 
 
+def test_the_reads_over_trials_and_pages_wait_out_a_restart_too(
+    postgres_server: PostgresServer,  # noqa: F811
+) -> None:
+    # `tuning list` summarises through store.trials, the console's pages through store.browse:
+    # the soak saw such a read fail with a bare OperationalError (exit 1) during a restart.
+    with Store(postgres_server.url, Patience(seconds=0.5)) as hurried:
+        postgres_server.stop()
+        for read in (
+            lambda: hurried.trials.totals("tuning-1", None),
+            lambda: hurried.trials.rows("tuning-1"),
+            lambda: hurried.browse.counts(),
+            lambda: hurried.browse.change_mark(),
+        ):
+            with pytest.raises(StoreUnavailableError, match=r"did not answer for 0\.5 s"):
+                read()
+        postgres_server.start()
+    waits = _Waits()
+    with Store(postgres_server.url, Patience(seconds=120, sleep=waits.sleep)) as store:
+        store.create_training_job(_job())
+        postgres_server.stop()
+
+        def reads() -> tuple[int, dict[JobStatus, int]]:
+            return store.trials.totals("tuning-1", None).trials, store.browse.counts()
+
+        thread, outcome = _in_thread(reads)
+        assert waits.failed.wait(60)
+        postgres_server.start()
+        thread.join(120)
+        assert len(outcome) == 1 and isinstance(outcome[0], tuple), outcome
+        trials, counts = outcome[0]
+        assert trials == 0 and counts[JobStatus.PENDING] == 1
+
+
 def test_a_command_during_an_outage_says_so_in_one_line_exits_3_and_changes_nothing(
     postgres_server: PostgresServer,  # noqa: F811
     capsys: pytest.CaptureFixture[str],

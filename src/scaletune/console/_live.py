@@ -25,9 +25,11 @@ _HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 async def events(request: Request) -> Response:
     state = console_state(request)
+    # Asked again at the next poll: a stream never holds a worker thread through an outage.
+    hurried = state.store.without_waiting()
 
     def mark() -> str:
-        return state.store.browse.change_mark().token()
+        return hurried.browse.change_mark().token()
 
     async def stream() -> AsyncIterator[str]:
         if not state.streams.take():

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         BILLABLE_SECONDS,
         COST_METRICS,
         WALL_SECONDS,
+        BracketWeights,
         ObjectiveType,
         RankBy,
     )
@@ -128,6 +129,7 @@ _WHERE = {
     "EarlyStopping": "_tuning",
     "HyperbandSpec": "_tuning",
     "HyperbandType": "_tuning",
+    "BracketWeights": "_names",
     "RankBy": "_names",
     "PBTSpec": "_tuning",
     "Strategy": "_tuning",
@@ -144,6 +146,7 @@ __all__ = [
     "WALL_SECONDS",
     "AlgorithmName",
     "BackendName",
+    "BracketWeights",
     "BuiltinDataset",
     "CategoricalRange",
     "ChannelName",

@@ -19,6 +19,7 @@ class ObjectiveType(StrEnum):
 
 
 RankBy = Literal["value", "forecast"]
+BracketWeights = Literal["hyperband", "adaptive"]  # Hyperband's, or adapted to its rungs
 
 
 def default_rank_by(multi_objective: bool) -> RankBy:

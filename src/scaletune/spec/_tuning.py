@@ -14,6 +14,7 @@ from scaletune.spec._frozen import Frozen
 from scaletune.spec._names import (
     CLUSTER_SIZE,
     COST_METRICS,
+    BracketWeights,
     ObjectiveType,
     RankBy,
     default_rank_by,
@@ -87,7 +88,7 @@ class HyperbandSpec(Frozen):
     brackets: int | None = Field(default=1, ge=1)
     # "adaptive": each bracket's chance scaled by how well its first rung's ranking has
     # predicted the final one so far (Kendall's tau; Hyper-Tune's idea)
-    bracket_weights: Literal["hyperband", "adaptive"] = "hyperband"
+    bracket_weights: BracketWeights = "hyperband"
     # What a rung ranks: the value each trial's curve so far points to at max_resource (a
     # pow3 fit; a rung where a trial has fewer than 4 reports judges nothing), or its value
     # there. None: the default, `default_rank_by`.

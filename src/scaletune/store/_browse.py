@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Engine, func, select
 
+from scaletune.store._patience import Patience, patient
 from scaletune.store._records import JobStatus
 from scaletune.store._schema import job_attempts, metric_points, training_jobs, tuning_jobs
 
@@ -46,9 +47,13 @@ class ChangeMark:
 
 
 class BrowseQueries:
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
+    """Each read waits out an unreachable store as its owner's `patience` allows."""
 
+    def __init__(self, engine: Engine, patience: Patience, describe: str) -> None:
+        self._engine = engine
+        self.patience, self.describe = patience, describe
+
+    @patient
     def counts(
         self,
         *,
@@ -66,17 +71,20 @@ class BrowseQueries:
             found = {JobStatus(s): int(n) for s, n in conn.execute(query)}
         return {s: found.get(s, 0) for s in JobStatus}
 
+    @patient
     def algorithms(self) -> list[str]:
         query = select(training_jobs.c.algorithm).distinct().order_by(training_jobs.c.algorithm)
         with self._engine.connect() as conn:
             return list(conn.execute(query).scalars())
 
+    @patient
     def tuning_counts(self) -> dict[JobStatus, int]:
         query = select(tuning_jobs.c.status, func.count()).group_by(tuning_jobs.c.status)
         with self._engine.connect() as conn:
             found = {JobStatus(s): int(n) for s, n in conn.execute(query)}
         return {s: found.get(s, 0) for s in JobStatus}
 
+    @patient
     def change_mark(self) -> ChangeMark:
         with self._engine.connect() as conn:
             last_point = conn.execute(select(func.max(metric_points.c.id))).scalar()

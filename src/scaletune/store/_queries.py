@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import Engine, and_, case, func, literal, select
 
+from scaletune.store._patience import Patience, patient
 from scaletune.store._records import JobStatus, MetricPoint
 from scaletune.store._schema import metric_points, training_jobs
 
@@ -118,9 +119,13 @@ def page_of_ids(where: Any, clauses: list[Any], offset: int, limit: int | None) 
 
 
 class TrialQueries:
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
+    """Each read waits out an unreachable store as its owner's `patience` allows."""
 
+    def __init__(self, engine: Engine, patience: Patience, describe: str) -> None:
+        self._engine = engine
+        self.patience, self.describe = patience, describe
+
+    @patient
     def totals(self, tuning_id: str, max_resource: int | None) -> TuningTotals:
         of_job = training_jobs.c.tuning_job_id == tuning_id
         counts = (
@@ -190,6 +195,7 @@ class TrialQueries:
         values = [float(value) for value in middle]
         return sum(values) / len(values)
 
+    @patient
     def rows(
         self,
         tuning_id: str,
@@ -220,6 +226,7 @@ class TrialQueries:
                 for row in conn.execute(query)
             ]
 
+    @patient
     def results(
         self,
         tuning_id: str,
@@ -250,6 +257,7 @@ class TrialQueries:
                 for row in conn.execute(query.order_by(training_jobs.c.trial_number))
             ]
 
+    @patient
     def curves(
         self,
         tuning_id: str,

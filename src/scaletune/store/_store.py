@@ -150,8 +150,9 @@ class Store:
     def _set_patience(self, patience: Patience) -> None:
         self.patience = patience
         self.attempts = AttemptLog(self._engine, self._autocommit, patience, self.describe)
-        self.trials = TrialQueries(self._autocommit)  # reads over a tuning job's trials
-        self.browse = BrowseQueries(self._autocommit)  # counts and change marks, for pages
+        # Reads over a tuning job's trials; counts and change marks, for pages.
+        self.trials = TrialQueries(self._autocommit, patience, self.describe)
+        self.browse = BrowseQueries(self._autocommit, patience, self.describe)
 
     def without_waiting(self) -> Store:
         """This store (its connections shared) whose operations do not wait for an

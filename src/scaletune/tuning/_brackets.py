@@ -17,11 +17,12 @@ bracket 5 % of its weight, so it can still show that it became useful.
 from __future__ import annotations
 
 import math
-from typing import Literal, Protocol
+from typing import Protocol
 
 import numpy as np
 
-BracketWeights = Literal["hyperband", "adaptive"]
+from scaletune.spec import BracketWeights
+
 _RECENT = 200  # trials that reached max_resource, the latest first, that the tau is taken over
 _MIN_PAIRS = 8  # trials with both values before a bracket's weight moves
 _FLOOR = 0.05  # what a bracket whose first rung ranks nothing keeps of its weight

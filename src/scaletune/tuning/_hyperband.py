@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from scaletune.spec import HyperbandType, ObjectiveType, RankBy
-from scaletune.tuning._brackets import Brackets, BracketWeights
+from scaletune.spec import BracketWeights, HyperbandType, ObjectiveType, RankBy
+from scaletune.tuning._brackets import Brackets
 from scaletune.tuning._pareto import Direction
 from scaletune.tuning._ranking import (
     ByTradeOff,
