@@ -480,9 +480,10 @@ def markdown(results: dict[str, Any], command: str) -> str:
         "Latencies are under the whole load: each CLI read is a process of its own (Python's "
         "start, scaletune's imports, a query) on 2 cores whose load average stood near 20 (the "
         "real trials' worker processes, two simulated controllers, the console and its 50 "
-        "clients, 20 readers); a read alone is in `store_scale.md`. Console pages answered "
-        "503 while PostgreSQL was down (a page waits 5 s for the store, then says it cannot "
-        "be read); live pages said so too (`store-error`) and carried on.",
+        "clients, 20 readers); a read alone is in `store_scale.md`. A console page waits "
+        "up to 5 s for the store, then answers 503 saying it cannot be read "
+        f"({pages['status_codes'].get('503', 0)} did); a live page asks without waiting, "
+        "says so (`store-error`) and carries on.",
         "",
     ]
     reasons = results.get("failed_trials_reasons")
