@@ -18,6 +18,7 @@ import bisect
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -151,17 +152,10 @@ class StoppingHyperband(HyperbandScheduler):
 class PromotionHyperband(HyperbandScheduler):
     """A trial below the bar at a rung pauses, to be promoted once it ranks (module doc)."""
 
-    def __init__(
-        self,
-        brackets: Brackets,
-        ranked: RankedValue,
-        ranking: Ranking,
-        *,
-        eta: int,
-        max_resource: int,
-    ) -> None:
-        super().__init__(brackets, ranked, ranking, eta=eta, max_resource=max_resource)
-        self._paused_at: dict[int, tuple[int, int, float]] = {}  # trial -> bracket, rung, value
+    @cached_property
+    def _paused_at(self) -> dict[int, tuple[int, int, float]]:
+        """Each paused trial's bracket, rung and value."""
+        return {}
 
     @property
     def paused(self) -> list[int]:
