@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any, cast
 
 import pytest
@@ -17,7 +18,13 @@ from mlflow.tracking import MlflowClient
 
 from scaletune.tracking import _mlflow_sink as sink_module
 from scaletune.tracking._mlflow import LogMetrics, SetTags, metric_name
-from scaletune.tracking._mlflow_sink import BATCH_LIMIT, Backoff, MlflowSink, is_permanent
+from scaletune.tracking._mlflow_sink import (
+    BATCH_LIMIT,
+    Backoff,
+    MlflowSink,
+    Pacing,
+    is_permanent,
+)
 
 
 def test_reports_of_one_job_batch_up_to_mlflows_limit() -> None:
@@ -35,6 +42,47 @@ def test_reports_of_one_job_batch_up_to_mlflows_limit() -> None:
 def test_backoff_doubles_to_its_cap() -> None:
     backoff = Backoff(first_seconds=0.5, most_seconds=5.0)
     assert [backoff.after(n) for n in range(1, 7)] == [0.5, 1.0, 2.0, 4.0, 5.0, 5.0]
+
+
+def test_a_slow_server_is_sent_fewer_larger_batches() -> None:
+    pacing = Pacing(least_seconds=1.0, most_seconds=10.0, share=0.01)
+    assert pacing.linger_seconds == 1.0  # nothing measured yet
+    pacing.took(0.002)  # a fast server: the least wait
+    assert pacing.linger_seconds == 1.0
+    pacing.took(0.098)  # smoothed: (0.002 + 0.098) / 2 = 0.05 s a request, 1 % of 5 s
+    assert pacing.linger_seconds == pytest.approx(5.0)
+    pacing.took(2.0)
+    assert pacing.linger_seconds == 10.0  # capped: reports still reach MLflow while it runs
+
+
+class _Recording:
+    """A client that keeps what it is sent; `tagged` is set when tags arrive."""
+
+    def __init__(self) -> None:
+        self.batches: list[dict[str, Any]] = []
+        self.tagged = threading.Event()
+
+    def log_batch(self, run_id: str, **fields: Any) -> None:
+        self.batches.append(fields)
+        if fields.get("tags"):
+            self.tagged.set()
+
+
+def test_reports_go_at_once_when_an_update_waits_behind_them() -> None:
+    client = _Recording()
+    sink = MlflowSink(
+        "http://127.0.0.1:1",
+        "x",
+        client_factory=lambda uri: cast(MlflowClient, client),
+        pacing=Pacing(least_seconds=600.0, most_seconds=600.0),
+    )
+    sink.runs["job-1"] = "run-1"
+    sink.submit(LogMetrics("job-1", (("auc", 0.5, 0, 1),)))
+    sink.submit(LogMetrics("job-1", (("auc", 0.6, 0, 2),)))
+    sink.submit(SetTags("job-1", {"scaletune.best": "true"}))  # as a run's end would
+    assert client.tagged.wait(30), "the reports lingered though an update waited behind them"
+    assert [len(batch.get("metrics", ())) for batch in client.batches] == [2, 0]
+    sink.close(1)
 
 
 @pytest.mark.parametrize(
@@ -77,7 +125,7 @@ def test_while_the_server_is_down_the_waiting_updates_are_bounded(
         "x",
         client_factory=lambda uri: cast(MlflowClient, _Unreachable()),
         backoff=Backoff(first_seconds=0.01, most_seconds=0.01),
-        linger_seconds=0.0,
+        pacing=Pacing(least_seconds=0.0),
     )
     for step in range(10):
         sink.submit(LogMetrics("job-1", (("auc", 0.5, 0, step),)))

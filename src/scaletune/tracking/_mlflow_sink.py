@@ -28,12 +28,32 @@ CLIENT_ENVIRONMENT = {
     "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
 }
 BATCH_LIMIT = 1000  # MLflow's log_batch takes at most 1000 metrics
-# Reports are held this long to go as one request: a request per report would cost the
-# controller's process CPU beside its workers (tracking_overhead.md).
-LINGER_SECONDS = 1.0
 # While the server is down, updates wait in memory up to this many; past it, further reports
 # are left out (counted, and named in a warning): the store has them all.
 MOST_WAITING = 100_000
+
+
+@dataclass
+class Pacing:
+    """How long reports wait to go as one request. A tracking server spends its CPU mostly
+    per request, whatever the request's size, and it often shares the workers' machine: so
+    requests are spaced to keep the server busy at most `share` of the time. A slow server is
+    sent fewer, larger batches; a fast one gets them every `least_seconds`."""
+
+    least_seconds: float = 1.0
+    most_seconds: float = 10.0
+    share: float = 0.01
+    _request_seconds: float | None = None  # smoothed: one slow request does not set the pace
+
+    def took(self, seconds: float) -> None:
+        """A batch of reports took `seconds` to send."""
+        last = self._request_seconds
+        self._request_seconds = seconds if last is None else (last + seconds) / 2.0
+
+    @property
+    def linger_seconds(self) -> float:
+        spaced = (self._request_seconds or 0.0) / self.share
+        return min(max(self.least_seconds, spaced), self.most_seconds)
 
 
 @dataclass(frozen=True)
@@ -51,7 +71,7 @@ class Operation:
     """An update for the server. `apply` raises on failure: retried unless `is_permanent`."""
 
     description = "update"
-    lingers = False  # waits up to LINGER_SECONDS for others to batch with
+    lingers = False  # waits for others to batch with (the sink's `Pacing`)
 
     def apply(self, client: MlflowClient, sink: MlflowSink) -> None:
         raise NotImplementedError
@@ -83,13 +103,13 @@ class MlflowSink:
         backoff: Backoff | None = None,
         clock: Clock | None = None,
         client_factory: Callable[[str], MlflowClient] | None = None,
-        linger_seconds: float = LINGER_SECONDS,
+        pacing: Pacing | None = None,
     ) -> None:
         self.uri, self.experiment = uri, experiment
         self.backoff = backoff or Backoff()
         self.clock = clock or SystemClock()
         self._client_factory = client_factory or _client
-        self.linger_seconds = linger_seconds
+        self.pacing = pacing or Pacing()
         self._pending: deque[tuple[float, Operation]] = deque()  # (when submitted, what)
         self._hurry = 0  # flushes waiting: nothing lingers
         self._changed = threading.Condition()
@@ -187,11 +207,12 @@ class MlflowSink:
                     self._changed.notify_all()
                     return
                 submitted, head = self._pending[0]
-                hold = submitted + self.linger_seconds - self.clock.monotonic()
-                if head.lingers and hold > 0 and not (self._hurry or self._closing()):
+                hold = submitted + self.pacing.linger_seconds - self.clock.monotonic()
+                if head.lingers and hold > 0 and not self._send_now():
                     self._changed.wait(hold)
                     continue
                 operation, taken = self._next_batch()
+            started = self.clock.monotonic()
             try:
                 operation.apply(client, self)
             except Exception as exc:
@@ -206,7 +227,14 @@ class MlflowSink:
                 else:
                     self._failed(exc)
                 continue
+            if operation.lingers:
+                self.pacing.took(self.clock.monotonic() - started)
             self._done(taken)
+
+    def _send_now(self) -> bool:
+        """Lingering reports go at once when asked to, or when an update that does not
+        linger (a run's end, say) waits behind them."""
+        return bool(self._hurry) or self._closing() or not self._pending[-1][1].lingers
 
     def _next_batch(self) -> tuple[Operation, int]:
         operation, taken = self._pending[0][1], 1
