@@ -16,6 +16,10 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 STARTUP_SECONDS = 120.0  # a cold start imports much of MLflow; a busy 2-core machine is slow
+# MLflow's server starts a job runner by default (a consumer process a job queue, for its
+# GenAI features): eight more interpreters importing MLflow at every start, which scaletune
+# does not use and which would compete with the workers of the job beside a restart.
+SERVER_ENVIRONMENT = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
 
 
 def free_port() -> int:
@@ -45,7 +49,11 @@ def start(folder: Path, port: int | None = None) -> tuple[subprocess.Popen[bytes
     ]
     with (folder / "server.log").open("ab") as log:
         server = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, **SERVER_ENVIRONMENT},
         )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + STARTUP_SECONDS
