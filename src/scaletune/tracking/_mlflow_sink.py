@@ -142,7 +142,10 @@ class MlflowSink:
                     target=self._send_all, name=f"scaletune-mlflow {self.uri}", daemon=True
                 )
                 self._thread.start()
-            self._changed.notify()
+            # A report behind a lingering one changes nothing the sending thread waits on:
+            # waking it for each would cost the controller a thread switch a report.
+            if len(self._pending) == 1 or not operation.lingers:
+                self._changed.notify()
 
     def then(self, operation: Operation) -> None:
         """Send `operation` right after the one being applied (from within `apply`)."""
