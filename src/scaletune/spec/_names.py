@@ -24,11 +24,8 @@ BracketWeights = Literal["hyperband", "adaptive"]  # Hyperband's, or adapted to 
 
 def default_rank_by(multi_objective: bool) -> RankBy:
     """What Hyperband's rungs rank when the spec does not say. The forecast with one
-    objective: on all 34 LCBench tasks x 60 seeds, against ranking values, regret +0.14
-    [-0.04, +0.33] / -0.34 [-0.52, -0.17] / -0.90 [-1.07, -0.74] at 25 / 50 / 100 % of the
-    budget (a little later to stop poor trials, much better at the end), and on the
-    reference's bank job it keeps the slow learners that win there, level with the full search
-    at 0.20x its cost where values trail it by 0.0054
-    (benchmarks/results/tuning_lcbench_all_pooled60.md, tuning_reference_default.md). Values
+    objective: against ranking values it stops poor trials a little later and ends much
+    better on LCBench, and on the reference's bank job it keeps the slow learners that win
+    there (benchmarks/README.md, "Where scaletune stands against the other tools"). Values
     with several objectives, where it was not measured."""
     return "value" if multi_objective else "forecast"

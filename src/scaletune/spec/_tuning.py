@@ -58,14 +58,10 @@ HyperbandSearcher = Literal["Random", "Bayesian", "BOHB", "LastValueTPE"]
 
 
 def default_searcher(multi_objective: bool) -> HyperbandSearcher:
-    """Hyperband's proposals when the spec names none. LastValueTPE with one objective: on
-    all 34 LCBench tasks x 10 held-out seeds (rungs ranking values, the default then) it had
-    the lowest mean regret at every checkpoint
-    (level with Syne Tune's BOHB at the end), ahead of every peer at 25 and 50 % of the budget
-    and of random proposals at each checkpoint, with 95 % confidence; on the reference's bank
-    job, +0.0015 [+0.0001, +0.0032] AUC over random proposals over 30 seeds
-    (benchmarks/results/tuning_lcbench_all_seeds30to39.md, tuning_reference_searchers.md).
-    Its model fits one objective: Random with several."""
+    """Hyperband's proposals when the spec names none. LastValueTPE with one objective: the
+    searcher with the lowest regret on LCBench among those compared, and ahead of random
+    proposals on the reference's bank job (benchmarks/README.md, "Where scaletune stands
+    against the other tools"). Its model fits one objective: Random with several."""
     return "Random" if multi_objective else "LastValueTPE"
 
 
@@ -82,9 +78,8 @@ class HyperbandSpec(Frozen):
     searcher: HyperbandSearcher | None = None
     type: HyperbandType = HyperbandType.STOPPING
     # How many of Hyperband's brackets, most aggressive first (1: plain asynchronous successive
-    # halving); None: all of them. More than there are is refused. One by default: on 20
-    # LCBench tasks x 10 seeds (benchmarks/results/tuning_lcbench*.md) all brackets trail one
-    # bracket at every checkpoint.
+    # halving); None: all of them. More than there are is refused. One by default: on LCBench
+    # all brackets trailed one (benchmarks/README.md).
     brackets: int | None = Field(default=1, ge=1)
     # "adaptive": each bracket's chance scaled by how well its first rung's ranking has
     # predicted the final one so far (Kendall's tau; Hyper-Tune's idea)

@@ -255,8 +255,8 @@ def bayesian_searcher(
     """TPE; the first `n_startup` proposals are random. With one objective, multivariate,
     and `constant_liar` keeps parallel proposals apart while their results are pending. With
     several (MOTPE: its good group is the best non-dominated fronts), Optuna's defaults,
-    independent and without the liar: on LCBench with three objectives those find a front of
-    0.98 hypervolume against 0.88 (10 tasks x 2 seeds, tuning_multi_objective_control.md)."""
+    independent and without the liar: on LCBench with three objectives those find the larger
+    front (benchmarks/results/tuning_multi_objective_control.md)."""
     from optuna.samplers import TPESampler
 
     if len(objectives) > 1:

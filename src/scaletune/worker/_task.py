@@ -138,8 +138,8 @@ class WorkerContext:
     def threads(self) -> int:
         """Threads for the program's math (torch, XGBoost): this machine's cores shared among
         the workers that train on it at once. More threads than cores make OpenMP's threads
-        wait on each other: four one-worker trials at two threads each on two cores took 8
-        (DNN) and 12 (XGBoost) times as long as at one (benchmarks/results/parallel_threads.md)."""
+        wait on each other: trials that oversubscribe the cores so run several times slower
+        (benchmarks/results/parallel_threads.md)."""
         sharing = self.task.concurrent_workers or self.task.world_size
         return max(1, (os.cpu_count() or 1) // sharing)
 

@@ -69,7 +69,7 @@ def run_script(ctx: WorkerContext) -> None:
             # Its own process group, so that a stop ends its children too; in the worker's
             # session, not a new one: with the kernel's autogroup scheduling every session is
             # a scheduling group of its own, and a TensorFlow job whose ranks each had one
-            # stepped 4 % slower (benchmarks/results/tf_sessions.md).
+            # stepped slower (benchmarks/results/tf_sessions.md).
             process_group=0,
             preexec_fn=_die_with_parent,
         )
