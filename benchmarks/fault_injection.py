@@ -21,11 +21,12 @@ from typing import Any
 import psutil
 
 from benchmarks._report import BANK_MARKETING_FILE, write
+from scaletune.analysis import summarize
 from scaletune.api import Session
 from scaletune.cluster import LocalBackend
 from scaletune.spec import tuning_spec_from_dict
 from scaletune.store import JobStatus
-from scaletune.tuning import TuningController, summarize
+from scaletune.tuning import TuningController
 
 
 def _spec(bank: Path, max_jobs: int, minutes: float) -> Any:

@@ -25,11 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._report import BANK_MARKETING_FILE, MNIST_FOLDER, Paired, spread, write
+from scaletune.analysis import summarize
 from scaletune.api import Session
 from scaletune.spec import TuningJobSpec, tuning_spec_from_dict
 from scaletune.store import TrainingJobRecord
 from scaletune.training import PreparedJob, TrainingController
-from scaletune.tuning import TuningController, summarize
+from scaletune.tuning import TuningController
 
 TRIALS = 4
 LABELS = {"dnn": "DNN, MNIST MLP, 2 epochs", "xgboost": "XGBoost, bank, 100 rounds"}

@@ -250,8 +250,8 @@ def _middle_page(url: str, tuning_id: str, size: int, repeats: int) -> dict[str,
 
 def _in_process(url: str, tuning_id: str, out: Path, repeats: int) -> dict[str, Any]:
     """The same reads as functions, in this process: the read without Python's start."""
+    from scaletune.analysis import analytics_dataframe, summarize
     from scaletune.experiment import tuning_job_report
-    from scaletune.tuning import analytics_dataframe, summarize
 
     store = Store(url)
 

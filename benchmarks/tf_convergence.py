@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._report import MNIST_FOLDER, RESULTS, write
+from scaletune.analysis import summarize
 from scaletune.api import Session
 from scaletune.spec import load_training_spec, load_tuning_spec
 from scaletune.store import TrainingJobRecord
-from scaletune.tuning import TuningController, summarize
+from scaletune.tuning import TuningController
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 NAIVE = {"learning_rate": 0.05, "momentum": 0.9}  # one worker's settings, as dnn_modes uses

@@ -39,9 +39,10 @@ from typing import Any
 import numpy as np
 
 from benchmarks._report import MNIST_FOLDER, paired_interval, write
+from scaletune.analysis import analytics_dataframe
 from scaletune.api import Session
 from scaletune.spec import tuning_spec_from_dict
-from scaletune.tuning import TuningController, analytics_dataframe
+from scaletune.tuning import TuningController
 
 POPULATION = 4
 INTERVAL = 2  # epochs between exploit steps

@@ -22,9 +22,10 @@ from typing import Any
 
 from benchmarks._report import BANK_MARKETING_FILE, write
 from scaletune.algorithms.xgboost import REFERENCE_HYPERPARAMETERS
+from scaletune.analysis import summarize
 from scaletune.api import Estimator, Session
 from scaletune.spec import TuningJobSpec, apply_override, tuning_spec_from_dict
-from scaletune.tuning import TuningController, summarize
+from scaletune.tuning import TuningController
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "tuning-bank-marketing.toml"
 

@@ -34,11 +34,11 @@ from benchmarks.tuning_reference import (
     seeded_job_args,
     seeded_job_parser,
 )
+from scaletune.analysis import rung_agreement, summarize
 from scaletune.api import Session
 from scaletune.simulation import ReplaySource, simulate_tuning
 from scaletune.spec import TuningJobSpec
 from scaletune.store import Store
-from scaletune.tuning import rung_agreement, summarize
 
 FULL = "no early stopping (replayed)"
 # Each variant's [hyperband] settings over the example's (min_resource 1, max_resource 200,

@@ -31,8 +31,8 @@ import numpy as np
 
 from benchmarks._report import paired_interval, write
 from benchmarks.tuning_reference import run_reference_job, seeded_job_args, seeded_job_parser
+from scaletune.analysis import summarize
 from scaletune.api import Session
-from scaletune.tuning import summarize
 
 SEARCHERS = ("Random", "LastValueTPE")
 DEFAULT = "LastValueTPE"

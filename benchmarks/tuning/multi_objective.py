@@ -49,9 +49,9 @@ from benchmarks.tuning._problem import (
     load_task,
     random_config,
 )
+from scaletune.analysis._pareto import Direction, hypervolume, pareto_front
 from scaletune.spec import tuning_spec_from_dict
 from scaletune.store import JobStatus, Store
-from scaletune.tuning._pareto import Direction, hypervolume, pareto_front
 
 MAX_WORKERS = 8  # the cluster-size range: 1..8 workers per trial
 DIRECTIONS = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scaletune.tuning._forecast import MIN_POINTS, forecast
+from scaletune.analysis._forecast import MIN_POINTS, forecast
 
 
 def pow3(steps: range, a: float, b: float, c: float) -> list[float]:

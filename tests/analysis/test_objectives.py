@@ -7,8 +7,9 @@ import math
 
 import pytest
 
+from scaletune.analysis._objectives import Constraint, Goals, Objective, TrialCosts
 from scaletune.spec import ObjectiveType, tuning_spec_from_dict
-from scaletune.tuning._objectives import Constraint, Goals, Objective, TrialCosts
+from scaletune.store import StoredTuningSpec
 from tests.spec.test_objectives import AUC, BILLABLE, WALL, _objectives
 
 
@@ -35,11 +36,14 @@ def test_a_constraint_holds_within_its_bounds_and_says_how_far_outside() -> None
 def test_goals_read_from_a_stored_spec_are_the_validated_ones(raw: dict[str, object]) -> None:
     spec = tuning_spec_from_dict(raw)
     stored = spec.model_dump(mode="json")
-    assert Goals.of_record(stored) == Goals.of_spec(spec.all_objectives, spec.constraints)
+    assert Goals.of_stored(StoredTuningSpec.of(stored)) == Goals.of_spec(
+        spec.all_objectives, spec.constraints
+    )
 
 
 def test_a_spec_with_only_an_objective_metric_has_that_one_goal() -> None:
-    goals = Goals.of_record({"objective_metric": "validation:loss", "objective_type": "Minimize"})
+    stored = {"objective_metric": "validation:loss", "objective_type": "Minimize"}
+    goals = Goals.of_stored(StoredTuningSpec.of(stored))
     assert goals.objectives == (Objective("validation:loss", ObjectiveType.MINIMIZE),)
     assert not goals.is_multi_objective and goals.constraints == ()
 

@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from scaletune.tuning._pareto import (
+from scaletune.analysis._pareto import (
     Direction,
     dominates,
     hypervolume,

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from scaletune.analysis import rung_agreement
 from scaletune.errors import InvalidInputError
 from scaletune.store import Store
-from scaletune.tuning import rung_agreement
 from tests.simulated import SLOW_AND_FAST, hand_ranked_job, simulated_tuning
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from scaletune.analysis import analytics_dataframe, summarize
 from scaletune.store import JobStatus, Store
-from scaletune.tuning import analytics_dataframe, summarize
 from tests.simulated import MAX_RESOURCE, simulated_tuning
 
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from scaletune.analysis import analytics_dataframe, summarize
 from scaletune.simulation import replay_tuning, simulate_tuning
 from scaletune.spec import tuning_spec_from_dict
 from scaletune.store import JobStatus, Store
-from scaletune.tuning import analytics_dataframe, summarize
 from tests.simulated import MAX_RESOURCE, RisingCurves
 
 # RisingCurves: accuracy x (1 - e^-step); a trial on n workers takes 1 + 9/n seconds, so it

@@ -1,6 +1,6 @@
 import math
 
-from scaletune.tuning._values import best_so_far
+from scaletune.analysis._values import best_so_far
 
 
 def test_best_so_far_in_either_direction_skipping_unknown_values() -> None:

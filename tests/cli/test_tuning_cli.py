@@ -130,9 +130,9 @@ def test_tune_without_waiting_runs_on_in_the_background(
 def test_replay_runs_a_stored_tuning_job_again_with_another_strategy(
     store_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from scaletune.analysis import summarize
     from scaletune.api import Session
     from scaletune.simulation import simulate_tuning
-    from scaletune.tuning import summarize
     from tests.simulation.test_replay import ToySource, _spec
 
     with Session(store_path) as session:
@@ -231,7 +231,7 @@ def test_tuning_show_prints_the_pareto_front_and_the_target(
     store_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from scaletune.api import Session
-    from tests.tuning.test_tradeoffs import _grid, _run
+    from tests.analysis.test_tradeoffs import _grid, _run
 
     with Session(store_path) as session:
         tuning_id = _run(session.store, _grid(target_objective=0.7, max_parallel_jobs=9))

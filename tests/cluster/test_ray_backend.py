@@ -13,11 +13,12 @@ from typing import Any
 
 import pytest
 
+from scaletune.analysis import summarize
 from scaletune.api import Session
 from scaletune.errors import InvalidInputError
 from scaletune.spec import TrainingJobSpec, load_training_spec
 from scaletune.store import JobStatus
-from scaletune.tuning import TuningController, summarize
+from scaletune.tuning import TuningController
 from tests.cluster import programs
 from tests.conftest import wait_until
 from tests.jobs import digits_job

@@ -169,7 +169,7 @@ def test_workers_of_one_machine_are_counted_by_machine_not_by_process() -> None:
 
 
 def test_the_tuning_page_shows_the_pareto_front_and_the_target(store: Store) -> None:
-    from tests.tuning.test_tradeoffs import _grid, _run
+    from tests.analysis.test_tradeoffs import _grid, _run
 
     tuning_id = _run(store, _grid(target_objective=0.7, constraints=["wall_seconds <= 6"]))
     page = client(store).get(f"/tuning/{tuning_id}").text

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from scaletune.analysis import summarize
 from scaletune.experiment import _tuning_report, tuning_job_report
 from scaletune.store import Store
-from scaletune.tuning import summarize
 from tests.simulated import simulated_tuning
 
 
@@ -41,8 +41,8 @@ def test_a_large_tuning_jobs_report_shows_the_best_and_files_them_all(
 
 
 def test_a_multi_objective_report_has_its_front_target_and_picture(tmp_path: Path) -> None:
-    from scaletune.tuning import trial_marks
-    from tests.tuning.test_tradeoffs import _grid, _run
+    from scaletune.analysis import trial_marks
+    from tests.analysis.test_tradeoffs import _grid, _run
 
     with Store(f"sqlite:///{tmp_path / 's.db'}") as store:
         tuning_id = _run(store, _grid(target_objective=0.7, max_parallel_jobs=9))

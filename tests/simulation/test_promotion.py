@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from scaletune.analysis import summarize
 from scaletune.simulation import simulate_tuning
 from scaletune.store import JobStatus, Store
-from scaletune.tuning import TuningController, TuningProgress, summarize
+from scaletune.tuning import TuningController, TuningProgress
 from tests.simulation.test_runner import SequenceSource, _spec
 
 NOT_PROMOTED = ": paused until it is; not promoted before the tuning job ended"

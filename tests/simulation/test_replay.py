@@ -8,12 +8,13 @@ from typing import Any
 
 import pytest
 
+from scaletune.analysis import summarize
 from scaletune.api import Session
 from scaletune.errors import InvalidInputError
 from scaletune.simulation import ClusterCosts, Curve, CurvePoint, ReplaySource, simulate_tuning
 from scaletune.spec import TuningJobSpec, tuning_spec_from_dict
 from scaletune.store import Store
-from scaletune.tuning import TuningController, summarize
+from scaletune.tuning import TuningController
 
 
 class ToySource:

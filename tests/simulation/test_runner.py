@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
+from scaletune.analysis import summarize
 from scaletune.errors import InvalidInputError
 from scaletune.simulation import ClusterCosts, Curve, CurvePoint, simulate_tuning
 from scaletune.spec import ObjectiveType, TuningJobSpec, tuning_spec_from_dict
 from scaletune.store import JobStatus, Store
-from scaletune.tuning import hyperband_scheduler, summarize
+from scaletune.tuning import hyperband_scheduler
 
 COSTS = ClusterCosts(start_seconds=2.0, scaling_efficiency=1.0)
 

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from scaletune.analysis import TuningSummary, summarize
 from scaletune.api import Session
 from scaletune.cluster import FixedSlots, LocalBackend
 from scaletune.errors import InvalidInputError
 from scaletune.spec import TuningJobSpec, tuning_spec_from_dict
 from scaletune.store import AttemptRecord, JobStatus, TrialRow
-from scaletune.tuning import TuningController, TuningSummary, summarize
+from scaletune.tuning import TuningController
 from tests.conftest import pooled
 from tests.tuning.test_tuner import _spec, _spec_dict
 

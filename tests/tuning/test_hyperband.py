@@ -132,7 +132,7 @@ def test_bad_settings(kwargs: dict[str, Any], message: str) -> None:
 
 
 def _two_objectives(**kwargs: Any) -> HyperbandScheduler:
-    from scaletune.tuning._pareto import Direction
+    from scaletune.analysis._pareto import Direction
 
     settings: dict[str, Any] = {"seed": 0, **kwargs}
     return hyperband_scheduler(

@@ -8,9 +8,9 @@ from collections import Counter
 
 import pytest
 
+from scaletune.analysis import summarize
 from scaletune.simulation import simulate_tuning
 from scaletune.store import COMMAND_PATIENCE, JobStatus, Store, TuningJobRecord
-from scaletune.tuning import summarize
 from tests.postgres import PostgresServer, postgres_server  # noqa: F401  (a fixture)
 from tests.simulated import RisingCurves
 from tests.tuning.test_lease import MAX_JOBS, _spec

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from scaletune.analysis import analytics_dataframe
 from scaletune.simulation import replay_tuning, simulate_tuning
 from scaletune.spec import (
     CategoricalRange,
@@ -20,7 +21,7 @@ from scaletune.spec import (
     tuning_spec_from_dict,
 )
 from scaletune.store import JobStatus, Store
-from scaletune.tuning import TrialResult, analytics_dataframe, random_searcher
+from scaletune.tuning import TrialResult, random_searcher
 from scaletune.tuning._pbt import PopulationBasedTraining
 from scaletune.tuning._schedulers import Decision
 from tests.simulated import RisingCurves

@@ -13,10 +13,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from scaletune.analysis import summarize
 from scaletune.api import Session
 from scaletune.errors import InvalidInputError
 from scaletune.store import JobStatus
-from scaletune.tuning import TuningController, summarize
+from scaletune.tuning import TuningController
 from tests.conftest import pid_alive, wait_until
 
 TUNING = """

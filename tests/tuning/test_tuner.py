@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
+from scaletune.analysis import analytics_dataframe, summarize
 from scaletune.api import Session
 from scaletune.spec import TrainingJobSpec, TuningJobSpec, tuning_spec_from_dict
 from scaletune.store import JobStatus
 from scaletune.training import PreparedJob, TrainingController
-from scaletune.tuning import TuningController, TuningProgress, analytics_dataframe, summarize
+from scaletune.tuning import TuningController, TuningProgress
 from tests.cluster import programs
 from tests.training.test_controller import _ProgramOverride
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
+from scaletune.analysis._pareto import Direction
 from scaletune.spec._names import BILLABLE_SECONDS, WALL_SECONDS, ObjectiveType
-from scaletune.tuning._pareto import Direction
 
 if TYPE_CHECKING:
     from scaletune.spec import ConstraintSpec, ObjectiveSpec
+    from scaletune.store import StoredTuningSpec
 
 # What a constrained sampler is told for a constraint a trial never reported (it must rank
 # below every measured violation, and Optuna refuses NaN).
@@ -116,21 +117,11 @@ class Goals:
         )
 
     @classmethod
-    def of_record(cls, spec: Mapping[str, Any]) -> Goals:
-        """From a stored tuning spec, validated when the job was created: only its objectives
-        and constraints, without the spec models (reading a job stays light)."""
-        raw = spec.get("objectives") or [
-            {
-                "metric": spec.get("objective_metric"),
-                "type": spec.get("objective_type", ObjectiveType.MAXIMIZE.value),
-            }
-        ]
+    def of_stored(cls, spec: StoredTuningSpec) -> Goals:
+        """A stored tuning job's, from its spec's typed view (reading a job stays light)."""
         return cls(
-            tuple(Objective(str(o["metric"]), ObjectiveType(o["type"])) for o in raw),
-            tuple(
-                Constraint(str(c["metric"]), c.get("min"), c.get("max"))
-                for c in spec.get("constraints") or []
-            ),
+            tuple(Objective(o.metric, o.type) for o in spec.objectives),
+            tuple(Constraint(c.metric, c.min, c.max) for c in spec.constraints),
         )
 
     @property

@@ -30,11 +30,11 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from scaletune.analysis._forecast import forecast
+from scaletune.analysis._objectives import Goals
 from scaletune.errors import InvalidInputError
 from scaletune.spec._names import default_rank_by
 from scaletune.store import JobStatus, MetricPoint, Store
-from scaletune.tuning._forecast import forecast
-from scaletune.tuning._objectives import Goals
 
 DEFAULT_MIN_RESOURCE = 1
 DEFAULT_ETA = 3
@@ -106,16 +106,21 @@ def rung_agreement(
     values. They sit below [hyperband]'s max_resource, else below the longest finished
     curve's last step."""
     record = store.get_tuning_job(tuning_id)
-    objectives = Goals.of_record(record.spec).objectives
+    objectives = Goals.of_stored(record.spec_view).objectives
     objective = objectives[0]
-    hyperband = record.spec.get("hyperband") or {}
-    if rank_by is None:  # the job's; unset: Hyperband's default
-        own = hyperband.get("rank_by") or default_rank_by(len(objectives) > 1)
-        rank_by = own if hyperband else "value"
+    hyperband = record.spec_view.hyperband
+    if rank_by is None:  # the job's; unset: Hyperband's default; no Hyperband: values
+        own = None if hyperband is None else hyperband.rank_by
+        rank_by = own or ("value" if hyperband is None else default_rank_by(len(objectives) > 1))
     if rank_by not in ("value", "forecast"):
         raise InvalidInputError(f"rank_by must be 'value' or 'forecast' (got {rank_by!r})")
-    first = _given(min_resource, hyperband.get("min_resource"), DEFAULT_MIN_RESOURCE)
-    factor = _given(eta, hyperband.get("eta"), DEFAULT_ETA)
+    own_first, own_eta, own_top = (
+        (None, None, None)
+        if hyperband is None
+        else (hyperband.min_resource, hyperband.eta, hyperband.max_resource)
+    )
+    first = _given(min_resource, own_first, DEFAULT_MIN_RESOURCE)
+    factor = _given(eta, own_eta, DEFAULT_ETA)
     if first < 1:
         raise InvalidInputError(f"min_resource must be 1 or more (got {first})")
     if factor < 2:
@@ -127,7 +132,7 @@ def rung_agreement(
     completed = store.trials.rows(tuning_id, statuses=[JobStatus.COMPLETED])
     ends = {row.id: curves[row.id][-1] for row in completed if curves.get(row.id)}
     finals = {job: point.value for job, point in ends.items()}
-    top = hyperband.get("max_resource") or max((p.step for p in ends.values()), default=0)
+    top = own_top or max((p.step for p in ends.values()), default=0)
     rungs: list[int] = []
     while first * factor ** len(rungs) < top:
         rungs.append(first * factor ** len(rungs))

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from scaletune.analysis._layout import draw_bracket, hyperband_brackets
+from scaletune.analysis._objectives import Goals, TrialCosts
+from scaletune.analysis._tradeoffs import TargetView, TradeOff, front_of, target_view
+from scaletune.analysis._values import tuned_value
 from scaletune.store import JobStatus, Store, TrainingJobRecord, TrialRow, TuningJobRecord
-from scaletune.tuning._objectives import Goals, TrialCosts
-from scaletune.tuning._tradeoffs import TargetView, TradeOff, front_of, target_view
-from scaletune.tuning._values import tuned_value
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,14 +34,14 @@ class TuningSummary:
     target: TargetView | None = None  # with a target_objective
 
     def to_json_dict(self) -> dict[str, Any]:
-        goals = Goals.of_record(self.record.spec)
+        goals = Goals.of_stored(self.record.spec_view)
         return {
             "id": self.record.id,
             "name": self.record.name,
             "status": self.record.status.value,
             "strategy": self.record.strategy,
-            "objective_metric": self.record.spec.get("objective_metric"),
-            "objective_type": self.record.spec.get("objective_type"),
+            "objective_metric": self.record.spec_view.objective.metric,
+            "objective_type": self.record.spec_view.objective.type.value,
             "objectives": [o.as_dict() for o in goals.objectives],
             "constraints": [c.describe() for c in goals.constraints],
             "best_training_job": self.record.best_training_job,
@@ -67,7 +68,8 @@ def summarize(store: Store, tuning_id: str, *, trade_offs: bool = True) -> Tunin
     """What the tuning job achieved and cost; with `trade_offs`, its Pareto front (several
     objectives) and its target view too (a list of jobs leaves those out)."""
     record = store.get_tuning_job(tuning_id)
-    max_resource = (record.spec.get("hyperband") or {}).get("max_resource")
+    hyperband = record.spec_view.hyperband
+    max_resource = None if hyperband is None else hyperband.max_resource
     totals = store.trials.totals(tuning_id, max_resource)
     best = store.get_training_job(record.best_training_job) if record.best_training_job else None
     return TuningSummary(
@@ -118,7 +120,7 @@ class TrialMarks:
 
 
 def trial_marks(store: Store, record: TuningJobRecord) -> TrialMarks:
-    goals = Goals.of_record(record.spec)
+    goals = Goals.of_stored(record.spec_view)
     feasible = None
     if goals.constraints:
         feasible = {
@@ -139,15 +141,15 @@ def lineage(
 ) -> dict[str, tuple[int | None, int | None]] | None:
     """A PBT job's trials that went on from another's checkpoint: the trial and its step, as
     each trial's spec says (`checkpoint.start_from`). None for other strategies."""
-    if record.spec.get("strategy") != "PBT":
+    if not record.spec_view.is_pbt:
         return None
     trials = store.training_jobs_of(record.id)
     numbers = {trial.id: trial.trial_number for trial in trials}
     parents: dict[str, tuple[int | None, int | None]] = {}
     for trial in trials:
-        start = (trial.spec.get("checkpoint") or {}).get("start_from")
-        if start:
-            parents[trial.id] = (numbers.get(start["job"]), start.get("step"))
+        start = trial.spec_view.start_from
+        if start is not None:
+            parents[trial.id] = (numbers.get(start.job), start.step)
     return parents
 
 
@@ -157,7 +159,7 @@ def analytics_rows(
     """One row per training job: its tuned hyperparameters and the reference's columns
     (times as POSIX seconds); whether it meets the constraints, and is on the Pareto front
     (None where the job has no constraints, or one objective)."""
-    tuned = list(record.spec.get("ranges", {}))
+    tuned = record.spec_view.tuned
     rungs_of = _rungs_of(record)
     marks = marks or TrialMarks()
     return [
@@ -191,18 +193,13 @@ def _rungs_of(record: TuningJobRecord) -> Callable[[TrialRow], dict[str, Any]]:
     """Each trial's Hyperband bracket and the rungs it reached (space-separated steps). The
     tuner records the bracket; a store from before it did draws it again from the seed and the
     trial's number (as Hyperband's fixed weights drew it)."""
-    settings = record.spec.get("hyperband")
-    if not settings:
+    settings = record.spec_view.hyperband
+    if settings is None:
         return lambda trial: {"HyperbandBracket": None, "RungsReached": None}
-    from scaletune.tuning._brackets import draw_bracket, hyperband_brackets
-
     brackets, weights = hyperband_brackets(
-        settings["min_resource"],
-        settings["max_resource"],
-        settings["eta"],
-        settings.get("brackets"),
+        settings.min_resource, settings.max_resource, settings.eta, settings.brackets
     )
-    seed = int(record.spec.get("seed", 0))
+    seed = record.spec_view.seed
 
     def rungs(trial: TrialRow) -> dict[str, Any]:
         if trial.trial_number is None:
@@ -223,7 +220,7 @@ def analytics_dataframe(store: Store, tuning_id: str) -> pd.DataFrame:
     import pandas as pd  # heavy; only analytics needs it
 
     record = store.get_tuning_job(tuning_id)
-    columns = [*record.spec.get("ranges", {}), *ANALYTICS_COLUMNS]
+    columns = [*record.spec_view.tuned, *ANALYTICS_COLUMNS]
     rows = analytics_rows(record, store.trials.rows(tuning_id), trial_marks(store, record))
     frame = pd.DataFrame(rows, columns=columns)
     for column in ("TrainingStartTime", "TrainingEndTime"):

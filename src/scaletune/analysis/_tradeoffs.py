@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from scaletune.spec._names import BILLABLE_SECONDS, WALL_SECONDS, ObjectiveType
+from scaletune.analysis._objectives import Goals, TrialCosts
+from scaletune.analysis._pareto import pareto_front
+from scaletune.analysis._values import tuned_value
+from scaletune.spec._names import BILLABLE_SECONDS, WALL_SECONDS
 from scaletune.store import JobStatus, Store, TrialRow, TuningJobRecord
-from scaletune.tuning._objectives import Goals, TrialCosts
-from scaletune.tuning._pareto import pareto_front
-from scaletune.tuning._values import tuned_value
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def _trade_off(record: TuningJobRecord, goals: Goals, row: TrialRow) -> TradeOff
         job_id=row.id,
         trial_number=row.trial_number,
         instance_count=row.instance_count,
-        hyperparameters={name: tuned_value(row, name) for name in record.spec.get("ranges", {})},
+        hyperparameters={name: tuned_value(row, name) for name in record.spec_view.tuned},
         values=values,
     )
 
@@ -73,7 +73,7 @@ def _trade_off(record: TuningJobRecord, goals: Goals, row: TrialRow) -> TradeOff
 def front_of(store: Store, record: TuningJobRecord) -> list[TradeOff] | None:
     """The Completed, feasible trials no other such trial beats on every objective, best
     first by the first objective; None for a job of one objective."""
-    goals = Goals.of_record(record.spec)
+    goals = Goals.of_stored(record.spec_view)
     if not goals.is_multi_objective:
         return None
     rows = {
@@ -91,11 +91,11 @@ def target_view(store: Store, record: TuningJobRecord) -> TargetView | None:
     """The trials whose objective reached `target_objective` (and that meet the
     constraints): how many, the one with the least billable seconds, the one with the least
     wall time. None without a target."""
-    target = record.spec.get("target_objective")
+    target = record.spec_view.target_objective
     if target is None:
         return None
-    goals = Goals.of_record(record.spec)
-    maximize = record.spec.get("objective_type") != ObjectiveType.MINIMIZE.value
+    goals = Goals.of_stored(record.spec_view)
+    maximize = record.spec_view.objective.maximize
     rows = [
         row
         for row in store.trials.results(
@@ -114,7 +114,7 @@ def target_view(store: Store, record: TuningJobRecord) -> TargetView | None:
         return _trade_off(record, goals, min(known, key=lambda row: getattr(row, key)))
 
     return TargetView(
-        metric=str(record.spec.get("objective_metric")),
+        metric=record.spec_view.objective.metric,
         target=float(target),
         reached=len(rows),
         cheapest=least("billable_seconds"),

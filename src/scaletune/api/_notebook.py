@@ -13,9 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from scaletune.analysis import TuningSummary, best_so_far
 from scaletune.store import TrainingJobRecord
-from scaletune.tuning import TuningSummary
-from scaletune.tuning._values import best_so_far
 
 CHART_WIDTH, CHART_HEIGHT = 320, 64
 MOST_POINTS = 320  # a point a pixel across
@@ -99,10 +98,10 @@ def tuning_html(
     from scaletune.views import render
 
     record = summary.record
-    metric = str(record.spec.get("objective_metric") or "objective")
-    maximize = record.spec.get("objective_type") != "Minimize"
+    objective = record.spec_view.objective
+    metric = objective.metric
     in_order = [value for _, value in sorted(ended, key=lambda trial: trial[0])]
-    bests = best_so_far(in_order, maximize)
+    bests = best_so_far(in_order, objective.maximize)
     known = [(count, best) for count, best in enumerate(bests, start=1) if best is not None]
     xs, ys = [count for count, _ in known], [best for _, best in known]
     return render(

@@ -7,6 +7,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from scaletune.analysis import TuningSummary, analytics_dataframe, summarize
 from scaletune.api._estimator import ChannelInput, Estimator
 from scaletune.api._notebook import in_notebook, show_records_as_html, tuning_html
 from scaletune.api._session import Session
@@ -14,7 +15,7 @@ from scaletune.api._waiting import wait_showing
 from scaletune.spec import tuning_spec_from_dict
 from scaletune.store import JobStatus, Store, StoreLocation
 from scaletune.training import request_tuning_stop
-from scaletune.tuning import TuningController, TuningSummary, analytics_dataframe, summarize
+from scaletune.tuning import TuningController
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -110,14 +110,13 @@ def _best_settings(store: str | None, tuning_id: str) -> list[str]:
     is left out: the job says where it runs)."""
     import json
 
-    from scaletune.spec._names import CLUSTER_SIZE
-    from scaletune.tuning import summarize  # SQL aggregates: no tuner, no training stack
+    from scaletune.analysis import summarize  # SQL aggregates: no tuner, no training stack
 
     with open_store(store) as records:
         summary = summarize(records, tuning_id, trade_offs=False)
     if summary.best is None:
         raise InvalidInputError(f"--best-of {tuning_id!r}: the tuning job has no best trial yet")
-    tuned = [name for name in summary.record.spec.get("ranges", {}) if name != CLUSTER_SIZE]
+    tuned = summary.record.spec_view.tuned_hyperparameters
     values = summary.best.hyperparameters
     return [f"hyperparameters.{name}={json.dumps(values[name])}" for name in tuned]
 
@@ -228,16 +227,15 @@ def jobs_resume(
 
     with open_store(store) as records:  # a job whose controller died is Failed from now on
         record = reconcile_orphan(records, records.get_training_job(job_id), time.time())
-    cluster = record.spec.get("cluster", {})
+    stored = record.spec_view
     _run_prepared(
-        BackendName(cluster.get("backend", BackendName.LOCAL)),
+        BackendName(stored.backend),
         lambda controller: controller.prepare_resume(job_id),
         store,
         json_output,
         ray_address,
         # the workers, and a parameter-server job's chief and servers
-        training_spec_from_dict(record.spec).task_count
-        * float(cluster.get("cpus_per_worker", 1.0)),
+        training_spec_from_dict(record.spec).task_count * stored.cpus_per_worker,
     )
 
 

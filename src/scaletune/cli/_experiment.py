@@ -167,12 +167,12 @@ def report(
     store: StoreOption = None,
 ) -> None:
     """Write the HTML report (tables, pictures, configuration) of a stored tuning job."""
+    from scaletune.analysis import summarize, trial_marks
     from scaletune.experiment import tuning_job_report
-    from scaletune.tuning import summarize, trial_marks
 
     with open_store(store) as records:
         summary = summarize(records, tuning_job_id)
-        metric = str(summary.record.spec.get("objective_metric"))
+        metric = summary.record.spec_view.objective.metric
         trials = records.trials.rows(tuning_job_id)
         curves = records.trials.curves(tuning_job_id, metric)
         marks = trial_marks(records, summary.record)

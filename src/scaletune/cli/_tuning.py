@@ -29,15 +29,16 @@ from scaletune.spec._names import CLUSTER_SIZE
 from scaletune.store import JobStatus
 
 if TYPE_CHECKING:  # the tuner and the training stack load only in the commands that run jobs
+    from scaletune.analysis import TuningSummary
     from scaletune.api import Session
     from scaletune.cluster import Backend
     from scaletune.spec import TuningJobSpec
     from scaletune.store import Store
-    from scaletune.tuning import TuningController, TuningSummary
+    from scaletune.tuning import TuningController
 
 
 def _summarize(store: Store, tuning_id: str, *, trade_offs: bool = True) -> TuningSummary:
-    from scaletune.tuning import summarize  # SQL aggregates: no tuner, no training stack
+    from scaletune.analysis import summarize  # SQL aggregates: no tuner, no training stack
 
     return summarize(store, tuning_id, trade_offs=trade_offs)
 
@@ -250,7 +251,7 @@ def tuning_analytics(
     store: StoreOption = None,
 ) -> None:
     """One row per training job: hyperparameters, status, objective, times, cost."""
-    from scaletune.tuning import analytics_dataframe
+    from scaletune.analysis import analytics_dataframe
 
     with open_store(store) as records:
         frame = analytics_dataframe(records, tuning_id)
@@ -284,7 +285,7 @@ def tuning_rungs(
 ) -> None:
     """How well each rung's ranking foretells the final one: Kendall's tau and where the
     winner ranked there. Run it on a search without early stopping to pick min_resource."""
-    from scaletune.tuning import rung_agreement
+    from scaletune.analysis import rung_agreement
 
     with open_store(store) as records:
         report = rung_agreement(
@@ -421,8 +422,8 @@ def _show(summary: TuningSummary, json_output: bool) -> None:
 
 def _show_front(summary: TuningSummary) -> None:
     front = summary.pareto_front or []
-    names = [str(o["metric"]) for o in summary.record.spec.get("objectives", [])]
-    tuned = [n for n in summary.record.spec.get("ranges", {}) if n != CLUSTER_SIZE]
+    names = [o.metric for o in summary.record.spec_view.objectives]
+    tuned = summary.record.spec_view.tuned_hyperparameters
     print_table(
         out,
         ["trial", "workers", *names, *tuned],

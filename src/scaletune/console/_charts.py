@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from scaletune.analysis import best_so_far, hyperband_brackets, tuned_value
 from scaletune.store import JobStatus, MetricPoint, TrialRow, TuningJobRecord
-from scaletune.tuning._values import best_so_far, tuned_value
 
 CURVES_SHOWN = 50  # learning curves drawn in full: the best trials by objective
 
@@ -23,8 +23,8 @@ class Objective:
 
     @classmethod
     def of(cls, record: TuningJobRecord) -> Objective:
-        spec = record.spec
-        return cls(str(spec.get("objective_metric")), spec.get("objective_type") != "Minimize")
+        objective = record.spec_view.objective
+        return cls(objective.metric, objective.maximize)
 
     def best(self, values: Sequence[float]) -> float:
         return max(values) if self.maximize else min(values)
@@ -38,16 +38,11 @@ class Objective:
 
 def rungs_of(record: TuningJobRecord) -> list[int]:
     """Every rung of the job's Hyperband brackets (the resources where it decides)."""
-    settings = record.spec.get("hyperband")
-    if not settings:
+    settings = record.spec_view.hyperband
+    if settings is None:
         return []
-    from scaletune.tuning._brackets import hyperband_brackets
-
     brackets, _ = hyperband_brackets(
-        settings["min_resource"],
-        settings["max_resource"],
-        settings["eta"],
-        settings.get("brackets"),
+        settings.min_resource, settings.max_resource, settings.eta, settings.brackets
     )
     return sorted({rung for bracket in brackets for rung in bracket})
 
@@ -113,14 +108,13 @@ def parallel_chart(
     record: TuningJobRecord, objective: Objective, rows: Sequence[TrialRow]
 ) -> dict[str, Any]:
     """One axis per tuned name and one for the objective; categorical values as labels."""
-    names = list(record.spec.get("ranges", {}))
+    ranges = record.spec_view.ranges
     scored = [row for row in rows if _finite(row.objective)]
-    axes = []
-    for name in names:
+    axes: list[dict[str, Any]] = []
+    for name, tuned in ranges.items():
         values = [tuned_value(row, name) for row in scored]
-        spec = record.spec["ranges"][name]
-        if spec.get("type") == "Categorical":
-            labels = [str(v) for v in spec["values"]]
+        if tuned.is_categorical:
+            labels = [str(v) for v in tuned.values]
             axes.append(
                 {
                     "name": name,
@@ -129,8 +123,9 @@ def parallel_chart(
                 }
             )
         else:
-            log = spec.get("scaling") == "Logarithmic"
-            axes.append({"name": name, "log": log, "values": [_number(v) for v in values]})
+            axes.append(
+                {"name": name, "log": tuned.is_logarithmic, "values": [_number(v) for v in values]}
+            )
     axes.append(
         {"name": objective.metric, "values": [row.objective for row in scored], "objective": True}
     )

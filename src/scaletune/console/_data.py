@@ -13,8 +13,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from scaletune.analysis import ANALYTICS_COLUMNS, analytics_rows, trial_marks
 from scaletune.console import _charts
-from scaletune.console._importance import importance
+from scaletune.console._importance import comparison_resource, importance
+from scaletune.console._pages import compared_ids
 from scaletune.console._state import console_state
 from scaletune.store import Store, TrainingJobRecord
 
@@ -93,8 +95,6 @@ def tuning_importance(request: Request) -> Response:
     record = store.get_tuning_job(request.path_params["tuning_id"])
 
     def make() -> dict[str, Any]:
-        from scaletune.console._importance import comparison_resource
-
         rows = store.trials.rows(record.id)
         resource = comparison_resource(rows)
         metric = _charts.Objective.of(record).metric
@@ -115,8 +115,6 @@ def tuning_importance(request: Request) -> Response:
 
 
 def compare_metrics(request: Request) -> Response:
-    from scaletune.console._pages import compared_ids
-
     store: Store = console_state(request).store
     ids = compared_ids(request)
     for job_id in ids:
@@ -139,11 +137,9 @@ def compare_metrics(request: Request) -> Response:
 
 def trials_csv(request: Request) -> Response:
     """The analytics table (`tuning analytics --csv`'s columns), times as POSIX seconds."""
-    from scaletune.tuning._summary import ANALYTICS_COLUMNS, analytics_rows, trial_marks
-
     store: Store = console_state(request).store
     record = store.get_tuning_job(request.path_params["tuning_id"])
-    columns = [*record.spec.get("ranges", {}), *ANALYTICS_COLUMNS]
+    columns = [*record.spec_view.tuned, *ANALYTICS_COLUMNS]
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()

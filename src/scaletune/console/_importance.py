@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from scaletune.analysis._values import tuned_value
 from scaletune.spec import ParameterRange
 from scaletune.store import MetricPoint, TrialRow, TuningJobRecord
-from scaletune.tuning._values import tuned_value
 
 MIN_TRIALS = 10  # fewer trials than this at any resource: no estimate
 
@@ -76,7 +76,7 @@ def importance(
     if len(trials) < MIN_TRIALS:
         return Importance(resource, len(trials), {}, f"needs {MIN_TRIALS} comparable trials")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    maximize = record.spec.get("objective_type") != "Minimize"
+    maximize = record.spec_view.objective.maximize
     study = optuna.create_study(direction="maximize" if maximize else "minimize")
     study.add_trials(trials)
     evaluator = optuna.importance.PedAnovaImportanceEvaluator()

@@ -13,6 +13,8 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from scaletune.analysis import summarize
+from scaletune.console._charts import CURVES_SHOWN, Objective, rungs_of
 from scaletune.console._logs import tail
 from scaletune.console._security import CSRF_FIELD
 from scaletune.console._state import console_state
@@ -93,7 +95,7 @@ def job_page(request: Request) -> Response:
         "placed": attempts[-1] if attempts and attempts[-1].workers else None,  # the latest
         "rejected": state.store.rejected(record.id)[:20],
         "advice": critical_batch_advice(record.final_metrics, record.hyperparameters),
-        "backend": (record.spec.get("cluster") or {}).get("backend", "local"),
+        "backend": record.spec_view.backend,
         "workers": list(range(record.instance_count)),
         "stopped": request.query_params.get("stopped"),
     }
@@ -158,10 +160,6 @@ def tuning_list_page(request: Request) -> Response:
 
 
 def tuning_page(request: Request) -> Response:
-    from scaletune.console._charts import CURVES_SHOWN, Objective, rungs_of
-    from scaletune.spec._names import CLUSTER_SIZE
-    from scaletune.tuning._summary import summarize
-
     state = console_state(request)
     summary = summarize(state.store, request.path_params["tuning_id"])
     record = summary.record
@@ -170,7 +168,7 @@ def tuning_page(request: Request) -> Response:
         "tuning": record,
         "objective": Objective.of(record),
         "rungs": rungs_of(record),
-        "cluster_tuned": CLUSTER_SIZE in record.spec.get("ranges", {}),
+        "cluster_tuned": record.spec_view.tunes_cluster_size,
         "curves_shown": CURVES_SHOWN,
         "stopped": request.query_params.get("stopped"),
         **_trials_context(state, request),
@@ -199,8 +197,6 @@ _STATUS_GROUPS = {
 def _trials_context(state: Any, request: Request) -> dict[str, Any]:
     """A page of trials sorted in SQL. By default the best objective first: failed trials,
     which have none, come last instead of filling the first pages."""
-    from scaletune.console._charts import Objective
-
     tuning_id = request.path_params["tuning_id"]
     record = state.store.get_tuning_job(tuning_id)
     query = request.query_params
@@ -227,7 +223,7 @@ def _trials_context(state: Any, request: Request) -> dict[str, Any]:
     )
     return {
         "trials": rows,
-        "tuned": list(record.spec.get("ranges", {})),
+        "tuned": record.spec_view.tuned,
         "sort": sort.value,
         "descending": descending,
         "show": group,

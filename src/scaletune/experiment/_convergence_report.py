@@ -4,8 +4,8 @@ billable cost over every run, and their pictures."""
 
 from __future__ import annotations
 
+from scaletune.analysis._pareto import Direction, pareto_front
 from scaletune.store import JobStatus
-from scaletune.tuning._pareto import Direction, pareto_front
 
 from . import _figures as figures
 from ._report import (

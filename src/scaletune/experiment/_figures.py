@@ -14,9 +14,9 @@ import matplotlib.pyplot as plt  # after the backend is chosen
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
+from scaletune.analysis import hyperband_brackets
+from scaletune.analysis._values import best_so_far as tuning_best_so_far
 from scaletune.store import JobStatus, MetricPoint, TrainingJobRecord, TrialRow
-from scaletune.tuning import hyperband_brackets
-from scaletune.tuning._values import best_so_far as tuning_best_so_far
 
 Trial = TrainingJobRecord | TrialRow
 MANY_TRIALS = 200  # past this, lines thin out and markers go, so that 10,000 stay legible

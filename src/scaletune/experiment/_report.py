@@ -18,8 +18,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from scaletune.analysis import TuningSummary
 from scaletune.store import TrainingJobRecord, TrialRow
-from scaletune.tuning import TuningSummary
 
 Table = list[list[str]]  # first row: the header
 MISSING = "–"  # noqa: RUF001  # an en dash marks a figure that does not exist

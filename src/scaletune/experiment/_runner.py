@@ -7,10 +7,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from scaletune.analysis import TuningSummary, summarize
 from scaletune.api import Session
 from scaletune.spec import training_spec_from_dict, tuning_spec_from_dict
 from scaletune.store import MetricPoint, TrainingJobRecord, TrialRow
-from scaletune.tuning import TuningController, TuningProgress, TuningSummary, summarize
+from scaletune.tuning import TuningController, TuningProgress
 
 from ._plans import ExperimentPlan
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from scaletune.spec._names import CLUSTER_SIZE
+from scaletune.analysis import ANALYTICS_COLUMNS, TrialMarks, TuningSummary, analytics_rows
 from scaletune.store import JobStatus, MetricPoint, TrialRow
-from scaletune.tuning import ANALYTICS_COLUMNS, TrialMarks, TuningSummary, analytics_rows
 
 from . import _figures as figures
 from ._report import MISSING, Report, _cell, _csv, _number, _tuning, environment
@@ -26,24 +25,20 @@ def tuning_job_report(
     `TABLE_ROWS` of a large job; with several objectives its Pareto front, with a target
     the cheapest and fastest trials that reached it."""
     record = summary.record
-    spec = record.spec
-    metric = str(spec.get("objective_metric"))
-    maximize = spec.get("objective_type") != "Minimize"
-    hyperband = spec.get("hyperband") or {}
+    spec = record.spec_view
+    metric, maximize = spec.objective.metric, spec.objective.maximize
+    hyperband = spec.hyperband
     rungs = (
         figures.hyperband_rungs(
-            int(hyperband["min_resource"]),
-            int(hyperband["max_resource"]),
-            int(hyperband.get("eta", 3)),
-            hyperband.get("brackets"),
+            hyperband.min_resource, hyperband.max_resource, hyperband.eta, hyperband.brackets
         )
-        if str(spec.get("strategy")) == "Hyperband" and hyperband
+        if spec.strategy == "Hyperband" and hyperband is not None
         else []
     )
     report = Report(
         title=f"Tuning job {record.id}",
         intro=(
-            f"{record.strategy} search of {metric} ({spec.get('objective_type')}), "
+            f"{record.strategy} search of {metric} ({spec.objective.type.value}), "
             f"{summary.trial_count} trials, status {record.status.value}."
         ),
     )
@@ -70,7 +65,7 @@ def tuning_job_report(
     )
     report.tables += _trade_off_tables(summary)
     analytics = analytics_rows(record, list(trials), marks)
-    report.files["analytics.csv"] = _csv(analytics, [*spec.get("ranges", {}), *ANALYTICS_COLUMNS])
+    report.files["analytics.csv"] = _csv(analytics, [*spec.tuned, *ANALYTICS_COLUMNS])
     shown, note = analytics, "Every training job is in analytics.csv."
     if len(analytics) > TABLE_ROWS:
         sign = 1.0 if maximize else -1.0
@@ -81,7 +76,7 @@ def tuning_job_report(
         note = f"The {len(shown)} best of {len(analytics)}; every training job is in analytics.csv."
     columns = [
         c
-        for c in [*spec.get("ranges", {}), *ANALYTICS_COLUMNS]
+        for c in [*spec.tuned, *ANALYTICS_COLUMNS]
         if c not in ("TrainingStartTime", "TrainingEndTime")
     ]
     rows = [list(columns)] + [[_cell(row.get(c)) for c in columns] for row in shown]
@@ -101,7 +96,7 @@ def tuning_job_report(
         ),
     ]
     if summary.pareto_front:
-        quality, cost = (str(o["metric"]) for o in spec.get("objectives", [])[:2])
+        quality, cost = (o.metric for o in spec.objectives[:2])
         front = [
             (p.values[cost], p.values[quality], p.instance_count) for p in summary.pareto_front
         ]
@@ -123,7 +118,7 @@ def tuning_job_report(
                 figures.pareto_front(front, others, (cost, quality), maximize),
             )
         )
-    report.configuration = {"tuning_job": spec, "environment": environment()}
+    report.configuration = {"tuning_job": record.spec, "environment": environment()}
     report.data = {"summary": _tuning(summary, trials)}
     return report
 
@@ -131,9 +126,10 @@ def tuning_job_report(
 def _trade_off_tables(summary: TuningSummary) -> list[tuple[str, list[list[str]], str]]:
     """The Pareto front, and who reached the target at least cost and soonest."""
     tables = []
-    tuned = [n for n in summary.record.spec.get("ranges", {}) if n != CLUSTER_SIZE]
+    spec = summary.record.spec_view
+    tuned = spec.tuned_hyperparameters
     if summary.pareto_front is not None:
-        names = [str(o["metric"]) for o in summary.record.spec.get("objectives", [])]
+        names = [o.metric for o in spec.objectives]
         header = ["training job", "workers", *names, *tuned]
         rows = [
             [
@@ -144,7 +140,7 @@ def _trade_off_tables(summary: TuningSummary) -> list[tuple[str, list[list[str]]
             ]
             for point in summary.pareto_front
         ]
-        constraints = summary.record.spec.get("constraints") or []
+        constraints = spec.constraints
         note = f"{len(rows)} completed trials that no other beats on every objective" + (
             ", among those that meet the constraints." if constraints else "."
         )

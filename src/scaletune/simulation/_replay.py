@@ -13,6 +13,7 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 from pydantic import ValidationError
 
 from scaletune.algorithms import get_algorithm
+from scaletune.analysis._values import tuned_value
 from scaletune.errors import InvalidInputError
 from scaletune.simulation._curves import Curve, CurvePoint
 from scaletune.simulation._simulate import simulate_tuning
@@ -26,7 +27,6 @@ from scaletune.spec import (
 )
 from scaletune.spec._names import CLUSTER_SIZE
 from scaletune.store import JobStatus, MetricPoint, Store, TrainingJobRecord, TuningJobRecord
-from scaletune.tuning._values import tuned_value
 
 
 @dataclass(frozen=True)

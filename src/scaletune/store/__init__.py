@@ -31,6 +31,15 @@ if TYPE_CHECKING:
     )
     from scaletune.store._schema import SCHEMA_VERSION
     from scaletune.store._store import Store
+    from scaletune.store._stored_specs import (
+        StoredConstraint,
+        StoredHyperband,
+        StoredObjective,
+        StoredRange,
+        StoredStart,
+        StoredTrainingSpec,
+        StoredTuningSpec,
+    )
 
 _WHERE = {
     "StoreLocation": "_location",
@@ -58,6 +67,13 @@ _WHERE = {
     "TuningJobRecord": "_records",
     "SCHEMA_VERSION": "_schema",
     "Store": "_store",
+    "StoredConstraint": "_stored_specs",
+    "StoredHyperband": "_stored_specs",
+    "StoredObjective": "_stored_specs",
+    "StoredRange": "_stored_specs",
+    "StoredStart": "_stored_specs",
+    "StoredTrainingSpec": "_stored_specs",
+    "StoredTuningSpec": "_stored_specs",
 }
 __getattr__ = lazy_names(__name__, _WHERE)
 __all__ = [
@@ -77,6 +93,13 @@ __all__ = [
     "Resize",
     "Store",
     "StoreLocation",
+    "StoredConstraint",
+    "StoredHyperband",
+    "StoredObjective",
+    "StoredRange",
+    "StoredStart",
+    "StoredTrainingSpec",
+    "StoredTuningSpec",
     "TrainingJobRecord",
     "TrialOrder",
     "TrialRow",

@@ -8,7 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
+from functools import cached_property
 from typing import Any
+
+from scaletune.store._stored_specs import StoredTrainingSpec, StoredTuningSpec
 
 _PID = re.compile(r" pid \d+$")  # the end of a local worker's location
 
@@ -88,10 +91,15 @@ class TrainingJobRecord:
     waiting_since: float | None = None  # its workers wait for room (Ray) since then
     requested_size: int | None = None  # an elastic job's size asked for by hand (`jobs resize`)
 
+    @cached_property
+    def spec_view(self) -> StoredTrainingSpec:
+        """What readers need of the stored spec, typed (`spec` is the whole of it)."""
+        return StoredTrainingSpec.of(self.spec)
+
     @property
     def size_range(self) -> tuple[int, int] | None:
         """An elastic job's fewest and most workers; None for a job of a fixed size."""
-        fewest = self.spec.get("min_instance_count")
+        fewest = self.spec_view.min_instance_count
         if fewest is None or fewest >= self.instance_count:
             return None
         return int(fewest), self.instance_count
@@ -153,6 +161,11 @@ class TuningJobRecord:
     controller_host: str | None
     lease_holder: str | None = None  # the controller that runs it (`tuning._lease`)
     lease_expires: float | None = None  # until when, unless it renews
+
+    @cached_property
+    def spec_view(self) -> StoredTuningSpec:
+        """What readers need of the stored spec, typed (`spec` is the whole of it)."""
+        return StoredTuningSpec.of(self.spec)
 
 
 @dataclass(frozen=True)

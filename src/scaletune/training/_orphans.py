@@ -60,8 +60,7 @@ def staging_of(record: TrainingJobRecord) -> Path | str | None:
     would check paths that may be gone by now)."""
     from scaletune.spec import is_url
 
-    cluster = record.spec.get("cluster")
-    staging = cluster.get("staging") if isinstance(cluster, dict) else None
-    if not isinstance(staging, str):
+    staging = record.spec_view.staging
+    if staging is None:
         return None
     return staging if is_url(staging) else Path(staging)

@@ -1,14 +1,14 @@
-"""Automatic model tuning: ranges, searchers that propose, schedulers that stop early.
+"""Automatic model tuning: searchers that propose, schedulers that stop early, the tuner that
+runs trials. What a tuning job's records say afterwards is `scaletune.analysis`'s.
 
-Names load on first use: reading a tuning job's summary does not load the tuner, Optuna or
-the training stack."""
+Names load on first use: `scaletune.tuning.notices` does not load the tuner, Optuna or the
+training stack."""
 
 from typing import TYPE_CHECKING
 
 from scaletune._lazy import lazy_names
 
 if TYPE_CHECKING:
-    from scaletune.tuning._brackets import hyperband_brackets
     from scaletune.tuning._hyperband import (
         HyperbandScheduler,
         PromotionHyperband,
@@ -16,7 +16,6 @@ if TYPE_CHECKING:
         hyperband_scheduler,
     )
     from scaletune.tuning._notices import notices
-    from scaletune.tuning._rungs import RungAgreement, RungReport, rung_agreement
     from scaletune.tuning._schedulers import (
         Decision,
         FIFOScheduler,
@@ -34,17 +33,7 @@ if TYPE_CHECKING:
         random_searcher,
     )
     from scaletune.tuning._strategy import make_scheduler, make_searcher
-    from scaletune.tuning._summary import (
-        ANALYTICS_COLUMNS,
-        TrialMarks,
-        TuningSummary,
-        analytics_dataframe,
-        analytics_rows,
-        summarize,
-        trial_marks,
-    )
     from scaletune.tuning._tally import TuningProgress
-    from scaletune.tuning._tradeoffs import TargetView, TradeOff, front_of, target_view
     from scaletune.tuning._tuner import TuningController
 
 _WHERE = {
@@ -52,11 +41,7 @@ _WHERE = {
     "PromotionHyperband": "_hyperband",
     "StoppingHyperband": "_hyperband",
     "hyperband_scheduler": "_hyperband",
-    "hyperband_brackets": "_brackets",
     "notices": "_notices",
-    "RungAgreement": "_rungs",
-    "RungReport": "_rungs",
-    "rung_agreement": "_rungs",
     "Decision": "_schedulers",
     "FIFOScheduler": "_schedulers",
     "MedianStoppingScheduler": "_schedulers",
@@ -71,23 +56,11 @@ _WHERE = {
     "random_searcher": "_searchers",
     "make_scheduler": "_strategy",
     "make_searcher": "_strategy",
-    "ANALYTICS_COLUMNS": "_summary",
-    "TuningSummary": "_summary",
-    "analytics_dataframe": "_summary",
-    "analytics_rows": "_summary",
-    "summarize": "_summary",
-    "TrialMarks": "_summary",
-    "trial_marks": "_summary",
-    "TargetView": "_tradeoffs",
-    "TradeOff": "_tradeoffs",
-    "front_of": "_tradeoffs",
-    "target_view": "_tradeoffs",
     "TuningController": "_tuner",
     "TuningProgress": "_tally",
 }
 __getattr__ = lazy_names(__name__, _WHERE)
 __all__ = [
-    "ANALYTICS_COLUMNS",
     "Decision",
     "FIFOScheduler",
     "GridSearcher",
@@ -95,32 +68,18 @@ __all__ = [
     "MedianStoppingScheduler",
     "OptunaSearcher",
     "PromotionHyperband",
-    "RungAgreement",
-    "RungReport",
     "Scheduler",
     "Searcher",
     "StoppingHyperband",
     "Suggestion",
-    "TargetView",
-    "TradeOff",
-    "TrialMarks",
     "TrialResult",
     "TuningController",
     "TuningProgress",
-    "TuningSummary",
     "Verdict",
-    "analytics_dataframe",
-    "analytics_rows",
     "bayesian_searcher",
-    "front_of",
-    "hyperband_brackets",
     "hyperband_scheduler",
     "make_scheduler",
     "make_searcher",
     "notices",
     "random_searcher",
-    "rung_agreement",
-    "summarize",
-    "target_view",
-    "trial_marks",
 ]

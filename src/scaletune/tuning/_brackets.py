@@ -1,9 +1,5 @@
-"""Hyperband's brackets: their rungs, the chance of drawing each, and each trial's draw.
-
-Bracket b's rungs sit at min_resource * eta**(b + k) for k = 0, 1, ... below max_resource:
-bracket 0 judges trials earliest, the last bracket runs them all to max_resource. A trial's
-bracket is drawn from (seed, trial number) alone, weighted as Hyperband weights its brackets;
-`brackets` keeps only the first (most aggressive) ones, 1 being plain ASHA.
+"""Hyperband's brackets as the tuner keeps them: the weights each is drawn with, fixed or
+adapted to its rungs (the layout and the draw are `analysis._layout`'s).
 
 Adaptive bracket weights (Hyper-Tune's idea, Li et al. 2022): a bracket pays off when the
 ranking at its first rung predicts the ranking at max_resource; when it does not, its early
@@ -16,47 +12,16 @@ bracket 5 % of its weight, so it can still show that it became useful.
 
 from __future__ import annotations
 
-import math
 from typing import Protocol
 
 import numpy as np
 
+from scaletune.analysis._layout import draw_bracket, hyperband_brackets
 from scaletune.spec import BracketWeights
 
 _RECENT = 200  # trials that reached max_resource, the latest first, that the tau is taken over
 _MIN_PAIRS = 8  # trials with both values before a bracket's weight moves
 _FLOOR = 0.05  # what a bracket whose first rung ranks nothing keeps of its weight
-
-
-def hyperband_brackets(
-    min_resource: int, max_resource: int, eta: int, brackets: int | None = None
-) -> tuple[list[list[int]], np.ndarray]:
-    """Each bracket's rungs, most aggressive first, and the chance of drawing each."""
-    if not 1 <= min_resource < max_resource:
-        raise ValueError(
-            f"need 1 <= min_resource < max_resource (got {min_resource}, {max_resource})"
-        )
-    if eta < 2:
-        raise ValueError(f"eta must be 2 or more (got {eta})")
-    s_max = math.floor(math.log(max_resource / min_resource, eta) + 1e-9)
-    count = s_max + 1 if brackets is None else brackets
-    if not 1 <= count <= s_max + 1:
-        raise ValueError(f"brackets must be within [1, {s_max + 1}] (got {brackets})")
-    rungs = [
-        [r for k in range(s_max + 1) if (r := min_resource * eta ** (b + k)) < max_resource]
-        for b in range(count)
-    ]
-    # Hyperband's trial counts per bracket, most aggressive first.
-    counts = [math.ceil((s_max + 1) / (s_max - b + 1) * eta ** (s_max - b)) for b in range(count)]
-    return rungs, np.asarray(counts, dtype=float) / sum(counts)
-
-
-def draw_bracket(seed: int, trial: int, weights: np.ndarray) -> int:
-    """A trial's bracket, from the seed and its number alone (restores draw it again)."""
-    if len(weights) == 1:  # the default: no draw to make (a generator costs 0.1 ms)
-        return 0
-    rng = np.random.default_rng([seed, trial])
-    return int(rng.choice(len(weights), p=weights))
 
 
 def kendall_tau(x: np.ndarray, y: np.ndarray) -> float:

@@ -22,9 +22,9 @@ from functools import cached_property
 
 import numpy as np
 
+from scaletune.analysis._pareto import Direction
 from scaletune.spec import BracketWeights, HyperbandType, ObjectiveType, RankBy
 from scaletune.tuning._brackets import Brackets
-from scaletune.tuning._pareto import Direction
 from scaletune.tuning._ranking import (
     ByTradeOff,
     ByValue,

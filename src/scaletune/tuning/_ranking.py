@@ -26,8 +26,8 @@ from typing import Protocol
 
 import numpy as np
 
-from scaletune.tuning._forecast import forecast
-from scaletune.tuning._pareto import Direction
+from scaletune.analysis._forecast import forecast
+from scaletune.analysis._pareto import Direction
 
 Paused = list[tuple[float, int]]  # (value, trial), sorted ascending
 

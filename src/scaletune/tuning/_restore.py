@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from scaletune.analysis._objectives import Goals
+from scaletune.analysis._values import tuned_value
 from scaletune.spec import TuningJobSpec
 from scaletune.store import JobStatus, Store, TrainingJobRecord
-from scaletune.tuning._objectives import Goals
 from scaletune.tuning._running_cost import billed_until
 from scaletune.tuning._searchers import Searcher
-from scaletune.tuning._values import tuned_value
 
 
 def warm_start(store: Store, spec: TuningJobSpec, searcher: Searcher) -> int:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from scaletune.analysis._layout import hyperband_brackets
+from scaletune.analysis._objectives import Goals
+from scaletune.analysis._pareto import Direction
 from scaletune.spec import EarlyStopping, Strategy, TuningJobSpec
-from scaletune.tuning._brackets import hyperband_brackets
 from scaletune.tuning._hyperband import hyperband_scheduler
 from scaletune.tuning._lastvalue import LastValueSearcher
 from scaletune.tuning._multifidelity import RungModelSearcher
-from scaletune.tuning._objectives import Goals
-from scaletune.tuning._pareto import Direction
 from scaletune.tuning._pbt import PopulationBasedTraining
 from scaletune.tuning._schedulers import FIFOScheduler, MedianStoppingScheduler, Scheduler
 from scaletune.tuning._searchers import (

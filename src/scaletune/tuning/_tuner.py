@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
+from scaletune.analysis._objectives import TrialCosts
+from scaletune.analysis._values import seconds_per_step, tuned_value
 from scaletune.clock import Clock, SystemClock
 from scaletune.errors import InvalidInputError, ScaletuneError
 from scaletune.spec import StartFrom, TuningJobSpec, describe_validation_error
@@ -38,7 +40,6 @@ from scaletune.training import (
 from scaletune.training._ids import new_job_id
 from scaletune.tuning._hyperband import HyperbandScheduler
 from scaletune.tuning._lease import LEASE_SECONDS, TuningLease
-from scaletune.tuning._objectives import TrialCosts
 from scaletune.tuning._restore import past_reports, warm_start
 from scaletune.tuning._runners import JobTrialRunner, TrialRunner
 from scaletune.tuning._running_cost import BillableSoFar, fixed_size, resized
@@ -47,7 +48,6 @@ from scaletune.tuning._searchers import Searcher, Suggestion, TrialResult
 from scaletune.tuning._strategy import goals_of, make_search
 from scaletune.tuning._tally import Tally, TuningProgress
 from scaletune.tuning._tracked import end_tracking, start_tracking
-from scaletune.tuning._values import seconds_per_step, tuned_value
 from scaletune.worker import Report
 
 
@@ -122,7 +122,8 @@ class TuningController:
                     f"warm_start.parents: tuning job {parent_id!r} has not ended "
                     f"({parent.status.value})"
                 )
-            theirs = (parent.spec.get("objective_metric"), parent.spec.get("objective_type"))
+            objective = parent.spec_view.objective
+            theirs = (objective.metric, objective.type.value)
             ours = (spec.objective_metric, spec.objective_type.value)
             if theirs != ours:
                 raise InvalidInputError(

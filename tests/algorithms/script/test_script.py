@@ -11,6 +11,7 @@ from typing import Any
 import psutil
 import pytest
 
+from scaletune.analysis import summarize
 from scaletune.api import Session
 from scaletune.errors import InvalidInputError
 from scaletune.reporting import REPORT_ENV, REPORT_PREFIX, report
@@ -21,7 +22,7 @@ from scaletune.spec import (
     tuning_spec_from_dict,
 )
 from scaletune.store import JobStatus, TrainingJobRecord
-from scaletune.tuning import TuningController, summarize
+from scaletune.tuning import TuningController
 from tests.cli.test_cli import _cli
 from tests.conftest import wait_until
 

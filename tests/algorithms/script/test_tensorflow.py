@@ -14,11 +14,12 @@ from typing import Any
 import psutil
 import pytest
 
+from scaletune.analysis import summarize
 from scaletune.api import Session
 from scaletune.cluster import Group
 from scaletune.spec import load_training_spec, load_tuning_spec
 from scaletune.store import JobStatus, TrainingJobRecord
-from scaletune.tuning import TuningController, summarize
+from scaletune.tuning import TuningController
 from tests.conftest import wait_until
 from tests.jobs import digits_job
 
