@@ -57,32 +57,32 @@ lock: $(STAMP) $(DOCS_STAMP)  # the docs extra too, so that its pins stay
 	 $(BIN)/pip freeze --exclude-editable | grep -v -i '^scaletune' | sort -f) > constraints.txt
 
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks.start_overhead
-	$(BIN)/python -m benchmarks.xgboost_overhead
-	$(BIN)/python -m benchmarks.xgboost_workers
-	$(BIN)/python -m benchmarks.tuning_reference --searcher Random --seeds 3
-	$(BIN)/python -m benchmarks.dnn_modes --epochs 5
+	$(BIN)/python -m benchmarks.overhead.worker_start
+	$(BIN)/python -m benchmarks.overhead.xgboost_job
+	$(BIN)/python -m benchmarks.convergence.xgboost_workers
+	$(BIN)/python -m benchmarks.tuning.reference --searcher Random --seeds 3
+	$(BIN)/python -m benchmarks.convergence.dnn_modes --epochs 5
 	$(BIN)/python -m benchmarks.convergence.scale_out --models mlp
 	$(BIN)/python -m benchmarks.convergence.scale_out --models cnn --seeds 0 --name convergence_scale_out_cnn
 	$(BIN)/python -m benchmarks.convergence.async_staleness
 	$(BIN)/python -m benchmarks.convergence.adascale_cost
-	$(BIN)/python -m benchmarks.dnn_overhead
-	$(BIN)/python -m benchmarks.script_overhead
-	$(BIN)/python -m benchmarks.advice_accuracy
-	$(BIN)/python -m benchmarks.tf_overhead
-	$(BIN)/python -m benchmarks.tf_convergence
-	$(BIN)/python -m benchmarks.checkpoint_overhead
-	$(BIN)/python -m benchmarks.tracking_overhead
-	$(BIN)/python -m benchmarks.xgboost_exact_resume
-	$(BIN)/python -m benchmarks.fault_recovery
-	$(BIN)/python -m benchmarks.fault_injection
-	$(BIN)/python -m benchmarks.elastic_preemption
-	$(BIN)/python -m benchmarks.elastic_quality
-	$(BIN)/python -m benchmarks.store_scale
+	$(BIN)/python -m benchmarks.overhead.dnn_job
+	$(BIN)/python -m benchmarks.overhead.script_job
+	$(BIN)/python -m benchmarks.convergence.advice_accuracy
+	$(BIN)/python -m benchmarks.tensorflow.overhead
+	$(BIN)/python -m benchmarks.tensorflow.convergence
+	$(BIN)/python -m benchmarks.overhead.checkpoints
+	$(BIN)/python -m benchmarks.overhead.tracking
+	$(BIN)/python -m benchmarks.faults.xgboost_exact_resume
+	$(BIN)/python -m benchmarks.faults.recovery
+	$(BIN)/python -m benchmarks.faults.injection
+	$(BIN)/python -m benchmarks.faults.elastic_preemption
+	$(BIN)/python -m benchmarks.faults.elastic_quality
+	$(BIN)/python -m benchmarks.store.scale
 	$(BIN)/python -m benchmarks.scale.searchers --cap 300
 	$(BIN)/python -m benchmarks.scale.searchers --sizes 100000 --only default --only Random --only PBT --only "several objectives" --cap 900 --name tuning_scale_100k
-	$(BIN)/python -m benchmarks.store_round_trips
-	$(BIN)/python -m benchmarks.console_pages --sizes 1000 10000 100000 --screenshots docs/console
+	$(BIN)/python -m benchmarks.store.round_trips
+	$(BIN)/python -m benchmarks.store.console_pages --sizes 1000 10000 100000 --screenshots docs/console
 
 $(BENCH_STAMP): pyproject.toml $(BENCH_REQUIREMENTS) $(BENCH_CONSTRAINTS)
 	$(PYTHON) -m venv $(BENCH_VENV)

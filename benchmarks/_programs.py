@@ -57,7 +57,7 @@ def ddp_model_step(model: Any) -> float:
 
 def xgboost_samplers_kept(ctx: WorkerContext) -> None:
     """scaletune's XGBoost program with its samplers never rebuilt (XGBoost's own loop): what
-    a sampled job cost before it resumed exactly (benchmarks/xgboost_exact_resume.py)."""
+    a sampled job cost before it resumed exactly (benchmarks/faults/xgboost_exact_resume.py)."""
     from scaletune.algorithms.xgboost import _program
 
     _program._fresh_samplers = lambda booster: None  # this worker process only

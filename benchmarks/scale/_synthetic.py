@@ -26,7 +26,7 @@ def spec(trials: int, *, parallel: int = 16, seed: int = 0) -> TuningJobSpec:
             "max_parallel_jobs": parallel,
             "seed": seed,
             # rungs ranking values, as when the committed store and console figures were
-            # measured; what forecasts cost a rung: benchmarks/hyperband_forecast_cost.py
+            # measured; what forecasts cost a rung: benchmarks/tuning/forecast_cost.py
             "hyperband": {
                 "min_resource": 1,
                 "max_resource": MAX_RESOURCE,

@@ -201,7 +201,7 @@ def test_a_page_by_objective_is_read_off_an_index_in_its_order(
     tuned: Store, store_url: str, descending: bool
 ) -> None:
     """Deep pages of a large tuning job stay quick only if the database walks an index in the
-    page's order instead of sorting every trial (benchmarks/store_scale.py measures it): the
+    page's order instead of sorting every trial (benchmarks/store/scale.py measures it): the
     plan has no sort step, whatever the table's size. PostgreSQL is told sorting costs too
     much, so the plan shows whether an index can give the order at all."""
     of_job = training_jobs.c.tuning_job_id == "t"

@@ -80,7 +80,8 @@ def test_a_stored_tuning_spec_reads_back_as_validated() -> None:
 
 
 def test_one_objective_is_read_from_objective_metric_and_type() -> None:
-    view = StoredTuningSpec.of(_stored(_raw(objective_metric="train:auc", objective_type="Minimize")))
+    raw = _raw(objective_metric="train:auc", objective_type="Minimize")
+    view = StoredTuningSpec.of(_stored(raw))
     assert view.objectives == (StoredObjective("train:auc", ObjectiveType.MINIMIZE),)
     assert view.constraints == () and view.target_objective is None
 

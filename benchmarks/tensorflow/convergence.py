@@ -9,7 +9,7 @@ workers). The tuning job is `examples/tuning-tf-parameter-server-mnist.toml` on 
 (learning rate and momentum; Hyperband, one epoch to `--epochs`); its best settings are then
 run again to the end, as the tuned case.
 
-    python -m benchmarks.tf_convergence [--epochs 5] [--workers 4] [--max-jobs 6]
+    python -m benchmarks.tensorflow.convergence [--epochs 5] [--workers 4] [--max-jobs 6]
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from scaletune.spec import load_training_spec, load_tuning_spec
 from scaletune.store import TrainingJobRecord
 from scaletune.tuning import TuningController
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 NAIVE = {"learning_rate": 0.05, "momentum": 0.9}  # one worker's settings, as dnn_modes uses
 REFERENCE = (0.97, 0.11)  # the reference's validation accuracy, 1 and 4 workers
 

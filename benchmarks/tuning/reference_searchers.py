@@ -8,13 +8,13 @@ each trial's value; resource the boosting round, 1 to 200, eta 3) but for
 seed, so a drift of the machine touches both alike. Three seeds do not separate them: parallel
 trials make Hyperband's decisions depend on when reports arrive, and three recordings of
 seeds 0..2 put LastValueTPE's mean best AUC at 0.7846, 0.7813 and 0.7781 (random proposals:
-0.7801, 0.7834, 0.7809; `benchmarks.tuning_reference`). Reported per searcher:
+0.7801, 0.7834, 0.7809; `benchmarks.tuning.reference`). Reported per searcher:
 the best validation AUC (mean, spread, how many seeds reach the full search's) and the
 billable worker-seconds; and the paired difference, with a bootstrap 95 % interval. The
 yardstick, the same 30 jobs with random proposals run to the end (no early stopping), runs in
 the same session on the first seeds (`--full-search-seeds`, 3 as the issue asks).
 
-    .venv/bin/python -m benchmarks.tuning_reference_searchers --seeds 30
+    .venv/bin/python -m benchmarks.tuning.reference_searchers --seeds 30
 
 Writes benchmarks/results/tuning_reference_searchers.{json,md}.
 """
@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks._report import paired_interval, write
-from benchmarks.tuning_reference import run_reference_job, seeded_job_args, seeded_job_parser
+from benchmarks.tuning.reference import run_reference_job, seeded_job_args, seeded_job_parser
 from scaletune.analysis import summarize
 from scaletune.api import Session
 

@@ -10,7 +10,7 @@ microseconds per report, the rung decisions made, and the ratio of the two sched
 forecasting scheduler holds the curves of running trials only, each dropped at the trial's
 last rung or end: tests/tuning/test_hyperband.py.)
 
-    .venv/bin/python -m benchmarks.hyperband_forecast_cost                 # 1k, 10k, 100k
+    .venv/bin/python -m benchmarks.tuning.forecast_cost                 # 1k, 10k, 100k
 
 Writes benchmarks/results/hyperband_forecast_cost.{json,md}.
 """

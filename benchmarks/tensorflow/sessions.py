@@ -6,7 +6,7 @@ launcher's session (as it starts them now: `process_group=0`). With the kernel's
 scheduling (`/proc/sys/kernel/sched_autogroup_enabled`), every session is a scheduling group
 of its own, and CFS shares the CPUs between groups before it shares them between threads.
 
-    python -m benchmarks.tf_sessions [--repeats 5] [--epochs 4] [--workers 2]
+    python -m benchmarks.tensorflow.sessions [--repeats 5] [--epochs 4] [--workers 2]
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._report import ratio_interval, spread, summary, write
-from benchmarks.tf_overhead import by_hand, mirrored_job, per_step_seconds, write_shards
+from benchmarks.tensorflow.overhead import by_hand, mirrored_job, per_step_seconds, write_shards
 
 ARMS: dict[str, dict[str, Any]] = {
     "the launcher's session": {},

@@ -4,7 +4,7 @@ each starting tuning job after tuning job), 20 CLI readers in a loop, 50 console
 (each a live page's event stream and a page now and then), the PostgreSQL server restarted
 every 5 minutes and a random worker process killed (SIGKILL) every 30 s. Loopback only.
 
-    python -m benchmarks.soak [--minutes 20] [--restart-every 300] [--kill-every 30]
+    python -m benchmarks.faults.soak [--minutes 20] [--restart-every 300] [--kill-every 30]
         [--name soak]
 
 At the end: every report stored once (each stored curve is its steps 1..N, each once, for
@@ -43,8 +43,8 @@ from benchmarks.scale._user_job import UserCurves, user_spec
 from scaletune.simulation import simulate_tuning
 from scaletune.store import JobStatus, Store
 
-RESULTS = Path(__file__).parent / "results"
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "bank-marketing"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "bank-marketing"
 RESTART_EVERY = 300.0
 KILL_EVERY = 30.0
 READERS = 20
@@ -139,7 +139,7 @@ class Controllers(_Threads):
         log = self.folder / f"simulated-{index}.log"
         with log.open("ab") as output:
             process = subprocess.Popen(
-                [sys.executable, "-m", "benchmarks.soak", "--simulated-controller", self.url,
+                [sys.executable, "-m", "benchmarks.faults.soak", "--simulated-controller", self.url,
                  "--until-epoch", str(time.time() + self.until - time.monotonic())],
                 stdout=output,
                 stderr=subprocess.STDOUT,
@@ -523,7 +523,7 @@ def main() -> None:
         simulated_controller(args.simulated_controller, args.until_epoch)
         return
     results = soak(args.minutes, args.restart_every, args.kill_every)
-    command = ("python -m benchmarks.soak " + " ".join(sys.argv[1:])).strip()
+    command = ("python -m benchmarks.faults.soak " + " ".join(sys.argv[1:])).strip()
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.name}.json").write_text(
         json.dumps({"command": command, **results}, indent=2, default=str) + "\n"

@@ -19,7 +19,7 @@ Reported per arm: the best validation accuracy among the members that reached th
 (mean, spread, and paired differences with a bootstrap 95 % interval), the epochs trained in
 all, and the wall time of the tuning run (Ray's start, `ray.init`, not counted).
 
-    PYTHONPATH=. .bench-venv/bin/python -m benchmarks.tuning_pbt --seeds 10
+    PYTHONPATH=. .bench-venv/bin/python -m benchmarks.tuning.pbt --seeds 10
 
 Writes benchmarks/results/tuning_pbt.{json,md}.
 """

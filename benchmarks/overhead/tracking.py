@@ -37,7 +37,7 @@ from scaletune.store import JobStatus
 from scaletune.worker import Report
 
 KILL_AT_ROUND = 50
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "xgboost-bank-marketing.toml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "xgboost-bank-marketing.toml"
 
 
 def _spec(bank: Path, rounds: int, tracking: dict[str, Any]) -> TrainingJobSpec:

@@ -3,7 +3,7 @@ writes one, nothing pinned but the sizes: `benchmarks/scale/_user_job.py`), meas
 headless Chromium through the Performance API (first contentful paint, and for the tuning
 page also the moment every chart is drawn), the console started as `scaletune console`.
 
-    python -m benchmarks.console_pages [--sizes 1000 10000] [--repeats 5]
+    python -m benchmarks.store.console_pages [--sizes 1000 10000] [--repeats 5]
         [--screenshots docs/console]
 
 Goals (issue 17): on a 10,000-trial tuning job, the tuning page paints within 2 s and a
@@ -27,7 +27,7 @@ from benchmarks.scale._user_job import UserCurves, user_spec
 from scaletune.simulation import simulate_tuning
 from scaletune.store import Store
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 GOALS = {"tuning page": 2.0, "trials page": 0.2}
 
 _PAINT = """() => {
@@ -151,7 +151,7 @@ def main() -> None:
             shots = args.screenshots if i == 0 else None
             results.append(one_size(browser, size, Path(folder), args.repeats, shots))
         browser.close()
-    command = "python -m benchmarks.console_pages " + " ".join(sys.argv[1:])
+    command = "python -m benchmarks.store.console_pages " + " ".join(sys.argv[1:])
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.name}.json").write_text(
         json.dumps({"command": command.strip(), "results": results}, indent=2) + "\n"

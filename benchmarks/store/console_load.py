@@ -5,7 +5,7 @@ a page of its trials, the jobs page, a trial's page, the charts' data), against 
 memory and open connections after it, and whether a stop sent at the height of the load went
 through.
 
-    python -m benchmarks.console_load [--trials 10000] [--clients 1 10 50] [--seconds 20]
+    python -m benchmarks.store.console_load [--trials 10000] [--clients 1 10 50] [--seconds 20]
 
 Clients are asyncio connections speaking HTTP/1.1 by hand (one request a connection), in this
 process: at 50 clients the client side shares the 2 cores with the console, so the figures
@@ -32,7 +32,7 @@ from benchmarks.scale._user_job import UserCurves, user_spec
 from scaletune.simulation import simulate_tuning
 from scaletune.store import NewTrainingJob, Store, TrainingJobRecord
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 async def _request(port: int, raw: bytes) -> tuple[float, int, bytes]:
@@ -246,7 +246,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         results = run(args.trials, args.clients, args.seconds, Path(folder))
-    command = ("python -m benchmarks.console_load " + " ".join(sys.argv[1:])).strip()
+    command = ("python -m benchmarks.store.console_load " + " ".join(sys.argv[1:])).strip()
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "console_load.json").write_text(
         json.dumps({"command": command, **results}, indent=2) + "\n"

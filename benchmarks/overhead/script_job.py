@@ -22,7 +22,7 @@ from scaletune.api import Session
 from scaletune.cluster import free_port
 from scaletune.spec import load_training_spec
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 # label -> (job file, script, workers)
 CASES: dict[str, tuple[str, str, int]] = {
     "print only (3 workers, 10 epochs)": ("script-print.toml", "print_metrics.py", 3),

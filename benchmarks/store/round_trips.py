@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._report import summary, write
-from benchmarks.store_scale import ROOT, _postgres_server, _store_url
+from benchmarks.store.scale import ROOT, _postgres_server, _store_url
 
 BEFORE = "a382a8d"  # the last revision with a ping at every checkout and transactional reads
 
@@ -74,7 +74,7 @@ def _round_trips(trace: Path) -> int:
 def _run(source: Path, url: str, trials: int, trace: Path | None = None) -> dict[str, Any]:
     """A child process whose scaletune is the one under `source`."""
     environment = {**os.environ, "PYTHONPATH": f"{source / 'src'}{os.pathsep}{ROOT}"}
-    command = [sys.executable, "-m", "benchmarks.store_round_trips", "--child", url, str(trials)]
+    command = [sys.executable, "-m", "benchmarks.store.round_trips", "--child", url, str(trials)]
     if trace is not None:
         trace.mkdir()
         command.append(str(trace))

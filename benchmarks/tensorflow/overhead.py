@@ -11,7 +11,7 @@ after the first (which traces the model) of the epoch's seconds / its steps. Eac
 by hand, under scaletune and by hand again, in a rotating order: the second by-hand run is the
 control, the ratio that noise alone gives.
 
-    python -m benchmarks.tf_overhead [--repeats 8] [--epochs 4] [--workers 2]
+    python -m benchmarks.tensorflow.overhead [--repeats 8] [--epochs 4] [--workers 2]
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from scaletune.data import load_channels
 from scaletune.data._table import shard_bounds
 from scaletune.spec import ShardingMode, TrainingJobSpec, load_training_spec
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SCRIPT = EXAMPLES / "scripts" / "tf_mnist.py"
 EPOCH = re.compile(r"epoch (\d+) took ([0-9.]+) s for (\d+) steps")
 

@@ -9,8 +9,8 @@ each stops, the best validation AUC it finds and the billable worker-seconds it 
 the full search replayed the same way. With a fixed number of jobs, Hyperband can at best tie
 the full search, and ties only if it never stops the configuration that wins at the end.
 
-    .venv/bin/python -m benchmarks.tuning_reference_replay              # 3 seeds
-    .venv/bin/python -m benchmarks.tuning_reference_replay --seeds 30   # the committed run
+    .venv/bin/python -m benchmarks.tuning.reference_replay              # 3 seeds
+    .venv/bin/python -m benchmarks.tuning.reference_replay --seeds 30   # the committed run
 
 Writes benchmarks/results/tuning_reference_replay.{json,md}.
 """
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks._report import paired_interval, write
-from benchmarks.tuning_reference import (
+from benchmarks.tuning.reference import (
     EXAMPLE,
     run_reference_job,
     seeded_job_args,
@@ -44,7 +44,7 @@ FULL = "no early stopping (replayed)"
 # Each variant's [hyperband] settings over the example's (min_resource 1, max_resource 200,
 # eta 3), its rungs ranking values; the first is what the reference job got from the example
 # and scaletune's defaults when this was measured (the default now ranks forecasts, run for
-# real in benchmarks/tuning_reference_default.py), but for its proposals: a replay judges only
+# real in benchmarks/tuning/reference_default.py), but for its proposals: a replay judges only
 # the recorded (random) configurations, so every variant proposes as the full search did
 # (`_replayed`).
 VARIANTS: dict[str, dict[str, Any]] = {

@@ -15,8 +15,8 @@ billable worker-seconds. Paired by seed: the AUC difference with a bootstrap 95 
 the cost ratio (mean and range), and the seeds on which the default reached the full
 search's AUC; the same figures on seeds 0..2 alone, the three the issue names.
 
-    .venv/bin/python -m benchmarks.tuning_reference_default --seeds 3    # a quick look
-    .venv/bin/python -m benchmarks.tuning_reference_default --seeds 30   # the committed run
+    .venv/bin/python -m benchmarks.tuning.reference_default --seeds 3    # a quick look
+    .venv/bin/python -m benchmarks.tuning.reference_default --seeds 30   # the committed run
 
 Writes benchmarks/results/tuning_reference_default.{json,md}.
 """
@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 
 from benchmarks._report import paired_interval, write
-from benchmarks.tuning_reference import seeded_job_args, seeded_job_parser
-from benchmarks.tuning_reference_searchers import run_and_summarize
+from benchmarks.tuning.reference import seeded_job_args, seeded_job_parser
+from benchmarks.tuning.reference_searchers import run_and_summarize
 from scaletune.api import Session
 
 FULL = "full search (random, no early stopping)"

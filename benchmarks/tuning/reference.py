@@ -27,7 +27,7 @@ from scaletune.api import Estimator, Session
 from scaletune.spec import TuningJobSpec, apply_override, tuning_spec_from_dict
 from scaletune.tuning import TuningController
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "tuning-bank-marketing.toml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tuning-bank-marketing.toml"
 
 
 def seeded_job_parser(description: str | None, seeds: int) -> argparse.ArgumentParser:

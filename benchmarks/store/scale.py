@@ -16,8 +16,8 @@
 PostgreSQL runs on a throw-away local server (scripts/test-postgres.sh), synchronous_commit
 off: the same class of durability as SQLite's WAL with synchronous=NORMAL.
 
-    python -m benchmarks.store_scale                      # 1k, 10k, 100k; both stores
-    python -m benchmarks.store_scale --sizes 10000 --stores sqlite --name store_scale_quiet
+    python -m benchmarks.store.scale                      # 1k, 10k, 100k; both stores
+    python -m benchmarks.store.scale --sizes 10000 --stores sqlite --name store_scale_quiet
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from benchmarks.scale._user_job import METRIC, UserCurves, user_spec
 from scaletune.simulation import simulate_tuning
 from scaletune.store import Store
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TARGETS = {  # issue 15's targets at 10,000 trials on SQLite, in seconds
     "tuning show": 0.5,
     "tuning analytics --csv": 2.0,

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._report import MNIST_FOLDER, write
-from benchmarks.elastic_preemption import Replay, Trace, _dnn, _run
+from benchmarks.faults.elastic_preemption import Replay, Trace, _dnn, _run
 from scaletune.api import Session
 from scaletune.cluster import LocalBackend, SlotsFile
 

@@ -9,7 +9,7 @@ Each runs with the old rule and the new one, rounds alternating, so that the mac
 falls on both. Reported: the tuning job's wall time (median of the rounds, and the ratio
 within each back-to-back pair) and the best validation metric (the same work either way).
 
-    .venv/bin/python -m benchmarks.parallel_threads [--rounds 3]
+    .venv/bin/python -m benchmarks.overhead.parallel_threads [--rounds 3]
 
 Writes benchmarks/results/parallel_threads.{json,md}.
 """

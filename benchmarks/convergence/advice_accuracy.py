@@ -16,7 +16,7 @@ start to its first report that reaches it, plus the time its run took after its 
 job as configured (every epoch or round) on each size: the same step-time model with the
 steps the job ran, against each run's measured wall time.
 
-    python -m benchmarks.advice_accuracy [--epochs 5] [--rounds 150]
+    python -m benchmarks.convergence.advice_accuracy [--epochs 5] [--rounds 150]
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from scaletune.cluster import make_backend
 from scaletune.spec import BackendName, load_training_spec
 from scaletune.store import Store, TrainingJobRecord
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SIZES = (1, 2, 4)
 
 
