@@ -1,4 +1,8 @@
-"""The `scaletune` command."""
+"""The `scaletune` command: its training-job commands (train, demo, jobs ...), console, and the
+app that the other modules' command groups join.
+
+Past 400 lines: one short function per command, each importing what it uses when it runs (so
+`--help` stays light); the tuning, experiment and advice commands live apart."""
 
 from __future__ import annotations
 

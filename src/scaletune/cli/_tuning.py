@@ -1,4 +1,7 @@
-"""`scaletune tune` and `scaletune tuning ...`."""
+"""`scaletune tune` and `scaletune tuning ...`.
+
+Past 400 lines: one function per command and the few renderers of a tuning job's summary,
+front and target that only these commands print."""
 
 from __future__ import annotations
 

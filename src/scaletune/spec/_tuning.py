@@ -1,4 +1,7 @@
-"""The typed description of a tuning job: what to search, how, and within which limits."""
+"""The typed description of a tuning job: what to search, how, and within which limits.
+
+Past 400 lines: mostly field declarations with their bounds, and the checks that need the
+whole job at once (a strategy's settings against its ranges, objectives and training job)."""
 
 from __future__ import annotations
 
