@@ -21,7 +21,6 @@ from scaletune.tuning import (
     StoppingHyperband,
     hyperband_scheduler,
 )
-from scaletune.tuning._brackets import kendall_tau
 
 
 def _asha(objective: ObjectiveType = ObjectiveType.MAXIMIZE) -> PromotionHyperband:
@@ -160,13 +159,6 @@ def test_more_brackets_than_there_are_is_refused() -> None:
         hyperband_scheduler(
             ObjectiveType.MAXIMIZE, min_resource=1, max_resource=9, eta=3, brackets=4
         )
-
-
-def test_kendall_tau() -> None:
-    x = np.array([1.0, 2.0, 3.0, 4.0])
-    assert kendall_tau(x, x * 10) == 1.0
-    assert kendall_tau(x, -x) == -1.0
-    assert kendall_tau(x, np.array([1.0, 3.0, 2.0, 4.0])) == pytest.approx(4 / 6)
 
 
 def _adaptive() -> HyperbandScheduler:

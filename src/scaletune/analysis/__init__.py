@@ -6,6 +6,7 @@ Read-only and light: it imports the store and the spec's names, never the tuner,
 pydantic, so a command or page that reads a tuning job loads no more than this."""
 
 from scaletune.analysis._forecast import forecast
+from scaletune.analysis._kendall import kendall_tau
 from scaletune.analysis._layout import draw_bracket, hyperband_brackets
 from scaletune.analysis._objectives import Goals, TrialCosts
 from scaletune.analysis._pareto import pareto_front
@@ -39,6 +40,7 @@ __all__ = [
     "forecast",
     "front_of",
     "hyperband_brackets",
+    "kendall_tau",
     "pareto_front",
     "rung_agreement",
     "summarize",

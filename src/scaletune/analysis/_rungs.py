@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from scaletune.analysis._forecast import forecast
+from scaletune.analysis._kendall import kendall_tau
 from scaletune.analysis._objectives import Goals
 from scaletune.errors import InvalidInputError
 from scaletune.spec._names import default_rank_by
@@ -151,7 +152,9 @@ def rung_agreement(
             rank = 1 + sum(sign * value > sign * values[winner] for value in values.values())
             keeps = rank <= max(1, len(values) // factor)
         agreements.append(
-            RungAgreement(rung, len(values), len(paired), _kendall_tau(paired), rank, keeps)
+            RungAgreement(
+                rung, len(values), len(paired), kendall_tau(*_columns(paired)), rank, keeps
+            )
         )
     return RungReport(
         tuning_job_id=tuning_id,
@@ -187,11 +190,5 @@ def _at_rung(
     return forecast([p.step for p in seen], [p.value for p in seen], at=top)
 
 
-def _kendall_tau(pairs: list[tuple[float, float]]) -> float | None:
-    if len(pairs) < 2:
-        return None
-    from scipy.stats import kendalltau  # O(n log n); loads only for this report
-
-    early, final = zip(*pairs, strict=True)
-    tau = float(kendalltau(early, final).statistic)
-    return None if math.isnan(tau) else tau
+def _columns(pairs: list[tuple[float, float]]) -> tuple[list[float], list[float]]:
+    return [early for early, _ in pairs], [final for _, final in pairs]

@@ -4,10 +4,11 @@ adapted to its rungs (the layout and the draw are `analysis._layout`'s).
 Adaptive bracket weights (Hyper-Tune's idea, Li et al. 2022): a bracket pays off when the
 ranking at its first rung predicts the ranking at max_resource; when it does not, its early
 verdicts are coin flips that waste its trials. So each bracket's Hyperband weight is scaled by
-Kendall's tau between the values its first rung saw and the final values, over the (latest
-200) trials that reported both, once there are 8 such trials (before that, and for the last
-bracket, which judges nothing early, the weight is Hyperband's). A tau at or below 0 leaves a
-bracket 5 % of its weight, so it can still show that it became useful.
+Kendall's tau (`analysis.kendall_tau`, tau-b) between the values its first rung saw and the
+final values, over the (latest 200) trials that reported both, once there are 8 such trials
+(before that, and for the last bracket, which judges nothing early, the weight is Hyperband's).
+A tau at or below 0 leaves a bracket 5 % of its weight, so it can still show that it became
+useful.
 """
 
 from __future__ import annotations
@@ -16,21 +17,13 @@ from typing import Protocol
 
 import numpy as np
 
+from scaletune.analysis._kendall import kendall_tau
 from scaletune.analysis._layout import draw_bracket, hyperband_brackets
 from scaletune.spec import BracketWeights
 
 _RECENT = 200  # trials that reached max_resource, the latest first, that the tau is taken over
 _MIN_PAIRS = 8  # trials with both values before a bracket's weight moves
 _FLOOR = 0.05  # what a bracket whose first rung ranks nothing keeps of its weight
-
-
-def kendall_tau(x: np.ndarray, y: np.ndarray) -> float:
-    """Kendall's tau-a: concordant minus discordant pairs, over all pairs."""
-    n = len(x)
-    if n < 2:
-        return 0.0
-    agree = np.sign(x[:, None] - x[None, :]) * np.sign(y[:, None] - y[None, :])
-    return float(agree[np.triu_indices(n, 1)].mean())
 
 
 class Weights(Protocol):
@@ -89,7 +82,7 @@ class AdaptiveWeights:
             ]
             if len(pairs) >= _MIN_PAIRS:
                 early, final = np.asarray(pairs).T
-                weights[number] *= max(kendall_tau(early, final), _FLOOR)
+                weights[number] *= max(kendall_tau(early, final) or 0.0, _FLOOR)
         weights /= weights.sum()
         self._adapted = (len(self._finals), weights)
         return weights
