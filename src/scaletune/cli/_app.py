@@ -40,7 +40,7 @@ from scaletune.errors import (
     StoreError,
     StoreUnavailableError,
 )
-from scaletune.store import JobStatus, resizes
+from scaletune.store import JobStatus, resizes, resolve_store
 
 # Each command imports what it uses when it runs: `scaletune --help` and the commands that
 # read records load no training stack, scikit-learn, torch, xgboost, matplotlib or Ray.
@@ -295,7 +295,6 @@ def console_command(
 ) -> None:
     """A live web console: jobs, tuning jobs, their charts and logs, Stop buttons."""
     from scaletune.console import open_console
-    from scaletune.store import resolve_store
 
     console = open_console(
         open_store(store),

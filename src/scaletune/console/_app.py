@@ -14,7 +14,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
@@ -93,8 +93,6 @@ def _warm_up() -> None:
 def _error_page(request: Request, status: int, title: str, message: str) -> Response:
     templates = console_state(request).templates
     if request.headers.get("accept", "").startswith("application/json"):
-        from starlette.responses import JSONResponse
-
         return JSONResponse({"error": message}, status_code=status)
     return templates.TemplateResponse(
         request, "error.html", {"title": title, "message": message}, status_code=status
