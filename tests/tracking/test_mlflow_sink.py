@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
@@ -17,7 +18,7 @@ from mlflow.protos.databricks_pb2 import (
 from mlflow.tracking import MlflowClient
 
 from scaletune.tracking import _mlflow_sink as sink_module
-from scaletune.tracking._mlflow import LogMetrics, SetTags, metric_name
+from scaletune.tracking._mlflow import LogMetrics, LogParams, SetTags, StartRun, metric_name
 from scaletune.tracking._mlflow_sink import (
     BATCH_LIMIT,
     Backoff,
@@ -61,6 +62,14 @@ class _Recording:
     def __init__(self) -> None:
         self.batches: list[dict[str, Any]] = []
         self.tagged = threading.Event()
+        self.searched = 0
+
+    def search_runs(self, *args: object, **kwargs: object) -> list[object]:
+        self.searched += 1
+        return []
+
+    def create_run(self, *args: object, **kwargs: object) -> Any:
+        return SimpleNamespace(info=SimpleNamespace(run_id="run-1"))
 
     def log_batch(self, run_id: str, **fields: Any) -> None:
         self.batches.append(fields)
@@ -83,6 +92,34 @@ def test_reports_go_at_once_when_an_update_waits_behind_them() -> None:
     assert client.tagged.wait(30), "the reports lingered though an update waited behind them"
     assert [len(batch.get("metrics", ())) for batch in client.batches] == [2, 0]
     sink.close(1)
+
+
+def test_a_runs_params_go_in_one_request_with_its_first_reports() -> None:
+    params = LogParams("job-1", {"eta": "0.1", "max_depth": "6"})
+    first = LogMetrics("job-1", tuple(("auc", 0.5, 0, step) for step in range(BATCH_LIMIT)))
+    merged = params.merged(first)
+    assert isinstance(merged, LogMetrics) and merged.params == params.params
+    assert params.merged(LogMetrics("job-2", first.points)) is None  # another run
+    client, sink = _Recording(), MlflowSink("http://127.0.0.1:1", "x")
+    sink.runs["job-1"] = "run-1"
+    merged.apply(cast(MlflowClient, client), sink)
+    # MLflow takes BATCH_LIMIT entities a request, params included: two requests
+    assert [(len(b["metrics"]), len(b["params"])) for b in client.batches] == [
+        (BATCH_LIMIT - 2, 2),
+        (2, 0),
+    ]
+
+
+def test_a_new_job_is_given_a_run_without_looking_for_one() -> None:
+    client, sink = _Recording(), MlflowSink("http://127.0.0.1:1", "x")
+    sink.experiment_id = "0"
+    start = StartRun("job-1", run_name="job-1", start_ms=0, tags={}, params={}, new=True)
+    start.apply(cast(MlflowClient, client), sink)
+    assert client.searched == 0 and sink.runs == {"job-1": "run-1"}
+    StartRun("job-2", run_name="job-2", start_ms=0, tags={}, params={}).apply(
+        cast(MlflowClient, client), sink
+    )
+    assert client.searched == 1  # one that ran before may have a run: it is looked for
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,8 @@ class TrackedJob:
     # Reports already in the store (inherited from another job's checkpoint, or from an earlier
     # run of a resumed job): a tracker that has not seen the job yet records them first.
     earlier_metrics: Sequence[MetricPoint] = ()
+    # Never started before: no tracker can have a run of it yet, so none is looked for.
+    new: bool = False
 
 
 @dataclass(frozen=True)

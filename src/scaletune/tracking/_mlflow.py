@@ -55,10 +55,11 @@ class StartRun(Operation):
     params: Mapping[str, str]
     parent_id: str | None = None
     earlier: Sequence[tuple[str, float, int, int]] = ()  # name, value, time (ms), step
+    new: bool = False  # the job never started before: it has no run to find
     description = "start a run"
 
     def apply(self, client: MlflowClient, sink: MlflowSink) -> None:
-        run_id = find_run(client, sink, self.scaletune_id)
+        run_id = None if self.new else find_run(client, sink, self.scaletune_id)
         if run_id is None:
             tags = {**self.tags, ID_TAG: self.scaletune_id}
             parent = None if self.parent_id is None else find_run(client, sink, self.parent_id)
@@ -80,47 +81,70 @@ class StartRun(Operation):
             sink.then(LogParams(self.scaletune_id, dict(self.params)))
 
 
+def _log_params(client: MlflowClient, run_id: str, params: Mapping[str, str]) -> None:
+    from mlflow.entities import Param
+
+    items = [Param(name, value) for name, value in params.items()]
+    for start in range(0, len(items), PARAM_LIMIT):
+        client.log_batch(run_id, params=items[start : start + PARAM_LIMIT])
+
+
 @dataclass(frozen=True)
 class LogParams(Operation):
+    """A run's params. They wait with the reports, to go in one request with the first ones."""
+
     scaletune_id: str
     params: Mapping[str, str]
     description = "log params"
-
-    def apply(self, client: MlflowClient, sink: MlflowSink) -> None:
-        from mlflow.entities import Param
-
-        run_id = find_run(client, sink, self.scaletune_id)
-        if run_id is None:
-            return
-        items = [Param(name, value) for name, value in self.params.items()]
-        for start in range(0, len(items), PARAM_LIMIT):
-            client.log_batch(run_id, params=items[start : start + PARAM_LIMIT])
-
-
-@dataclass(frozen=True)
-class LogMetrics(Operation):
-    scaletune_id: str
-    points: tuple[tuple[str, float, int, int], ...]  # name, value, time (ms), step
-    description = "log metrics"
     lingers = True
 
     def apply(self, client: MlflowClient, sink: MlflowSink) -> None:
-        from mlflow.entities import Metric
-
         run_id = find_run(client, sink, self.scaletune_id)
-        if run_id is None:
-            return
-        metrics = [Metric(name, value, ms, step) for name, value, ms, step in self.points]
-        for start in range(0, len(metrics), BATCH_LIMIT):
-            client.log_batch(run_id, metrics=metrics[start : start + BATCH_LIMIT])
+        if run_id is not None:
+            _log_params(client, run_id, self.params)
 
     def merged(self, other: Operation) -> Operation | None:
         if (
             isinstance(other, LogMetrics)
             and other.scaletune_id == self.scaletune_id
+            and not other.params
+            and len(self.params) <= PARAM_LIMIT
+        ):
+            return LogMetrics(self.scaletune_id, other.points, self.params)
+        return None
+
+
+@dataclass(frozen=True)
+class LogMetrics(Operation):
+    """Reports of one run (and its params, the first time: one request for both)."""
+
+    scaletune_id: str
+    points: tuple[tuple[str, float, int, int], ...]  # name, value, time (ms), step
+    params: Mapping[str, str] = field(default_factory=dict)  # at most PARAM_LIMIT
+    description = "log metrics"
+    lingers = True
+
+    def apply(self, client: MlflowClient, sink: MlflowSink) -> None:
+        from mlflow.entities import Metric, Param
+
+        run_id = find_run(client, sink, self.scaletune_id)
+        if run_id is None:
+            return
+        metrics = [Metric(name, value, ms, step) for name, value, ms, step in self.points]
+        params = [Param(name, value) for name, value in self.params.items()]
+        while metrics or params:  # a request takes BATCH_LIMIT entities, params included
+            room = BATCH_LIMIT - len(params)
+            client.log_batch(run_id, metrics=metrics[:room], params=params)
+            metrics, params = metrics[room:], []
+
+    def merged(self, other: Operation) -> Operation | None:
+        if (
+            isinstance(other, LogMetrics)
+            and other.scaletune_id == self.scaletune_id
+            and not other.params
             and len(self.points) + len(other.points) <= BATCH_LIMIT
         ):
-            return LogMetrics(self.scaletune_id, self.points + other.points)
+            return LogMetrics(self.scaletune_id, self.points + other.points, self.params)
         return None
 
 
@@ -194,6 +218,7 @@ class MlflowJob:
                 earlier=tuple(
                     (metric_name(p.name), p.value, _ms(p.time), p.step) for p in job.earlier_metrics
                 ),
+                new=job.new,
             )
         )
 

@@ -371,6 +371,7 @@ class TrainingController:
                 earlier_metrics=self.store.metrics(job.id)
                 if self.tracking.tracks(job.spec.tracking)
                 else (),
+                new=record.start_time is None,
             ),
         )
 
