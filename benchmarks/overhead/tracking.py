@@ -91,12 +91,22 @@ def _run(session: Session, spec: TrainingJobSpec, on_report: Any = None) -> floa
     return float(record.wall_seconds or 0.0)
 
 
-def _measured(session: Session, spec: TrainingJobSpec, server_pid: int) -> tuple[float, Cpu]:
-    """A job's wall time, and the CPU it and its tracking took (MLflow's updates sent)."""
+@dataclass(frozen=True)
+class Measured:
+    """A job's wall time; the CPU it and its tracking took until it ended, and in all (once
+    MLflow had every update: the run's end and the model's upload come after the job)."""
+
+    wall: float
+    running: Cpu
+    total: Cpu
+
+
+def _measured(session: Session, spec: TrainingJobSpec, server_pid: int) -> Measured:
     before = Cpu.now(server_pid)
     wall = _run(session, spec)
+    ended = Cpu.now(server_pid)
     session.controller.tracking.flush(300)
-    return wall, Cpu.now(server_pid) - before
+    return Measured(wall, ended - before, Cpu.now(server_pid) - before)
 
 
 def _median_cpu(samples: list[Cpu]) -> Cpu:
@@ -138,6 +148,7 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=3, help="runs with the server killed")
     parser.add_argument("--one-shot", type=int, default=4, help="commands of each setting")
     parser.add_argument("--rounds", type=int, default=600, help="a job's rounds (reports)")
+    parser.add_argument("--name", default="tracking_overhead", help="results/<name>.md")
     parser.add_argument("--bank", type=Path, default=BANK_MARKETING_FILE)
     args = parser.parse_args()
     results: dict[str, Any] = {}
@@ -152,7 +163,7 @@ def main() -> None:
                 "MLflow": _spec(args.bank, args.rounds, {"tensorboard": False, "mlflow": url}),
             }
             walls: dict[str, list[float]] = {label: [] for label in settings}
-            cpus: dict[str, list[Cpu]] = {label: [] for label in settings}
+            cpus: dict[str, list[Measured]] = {label: [] for label in settings}
             caught_up: list[float] = []
             killed: list[float] = []
             beside_killed: list[float] = []  # an "off" run beside each killed one
@@ -170,12 +181,12 @@ def main() -> None:
                             walls[label].append(_run(session, settings[label]))
                             caught_up.append(_caught_up(session))
                         else:
-                            wall, cpu = _measured(session, settings[label], server.pid)
-                            walls[label].append(wall)
-                            cpus[label].append(cpu)
+                            measured = _measured(session, settings[label], server.pid)
+                            walls[label].append(measured.wall)
+                            cpus[label].append(measured)
                 for repeat in range(args.repeats):  # CPU, MLflow's included, beside "off"
                     for label in ["off", "MLflow"] if repeat % 2 == 0 else ["MLflow", "off"]:
-                        cpus[label].append(_measured(session, settings[label], server.pid)[1])
+                        cpus[label].append(_measured(session, settings[label], server.pid))
                 for _ in range(args.kills):
                     victim = server
 
@@ -214,20 +225,27 @@ def main() -> None:
             "vs off: ratio of medians",
             "paired ratios: median (min–max)",
             "CPU s a job: controller / workers / server (medians)",
-            "CPU beyond off, as a share of the job's",
+            "CPU beyond off, as a share of the job's: in all (while the job ran)",
         ]
     ]
-    base = _median_cpu(cpus["off"])
+
+    def beyond_off(label: str, part: str) -> float:
+        base = _median_cpu([getattr(m, part) for m in cpus["off"]])
+        cpu = _median_cpu([getattr(m, part) for m in cpus[label]])
+        extra = (cpu.controller - base.controller) + (cpu.server - base.server)
+        return extra / (base.controller + base.workers)
+
     for label in settings:
         compared = Paired.of(walls["off"], walls[label])
-        cpu = _median_cpu(cpus[label])
-        extra = (cpu.controller - base.controller) + (cpu.server - base.server)
-        share = extra / (base.controller + base.workers)
+        cpu = _median_cpu([m.total for m in cpus[label]])
+        share, running = beyond_off(label, "total"), beyond_off(label, "running")
         results[label] = {
             "wall_seconds": walls[label],
             **compared.results(),
-            "cpu_seconds": [vars(c) for c in cpus[label]],
+            "cpu_seconds": [vars(m.total) for m in cpus[label]],
+            "cpu_seconds_while_running": [vars(m.running) for m in cpus[label]],
             "cpu_beyond_off_share": share,
+            "cpu_beyond_off_share_while_running": running,
         }
         pairs = compared.pairs
         rows.append(
@@ -239,7 +257,7 @@ def main() -> None:
                 if label == "off"
                 else f"{pairs['median']:.3f} ({pairs['min']:.3f}–{pairs['max']:.3f})",
                 f"{cpu.controller:.2f} / {cpu.workers:.2f} / {cpu.server:.2f}",
-                "" if label == "off" else f"{100 * share:.2f} %",
+                "" if label == "off" else f"{100 * share:.2f} % ({100 * running:.2f} %)",
             ]
         )
     killed_pairs = Paired.of(beside_killed, killed)
@@ -279,7 +297,7 @@ def main() -> None:
     caught = summary(caught_up)
     restart = summary(delivered_after_restart)
     write(
-        "tracking_overhead",
+        args.name,
         "Tracking overhead: the reference's XGBoost job with tracking off, TensorBoard, MLflow",
         results,
         rows,
@@ -306,7 +324,8 @@ threads included, and MLflow's updates for that job all sent), of the workers, a
 MLflow server. The share is what tracking adds (the controller's extra CPU and the
 server's) over the job's own CPU with tracking off (controller and workers): with the
 workers filling the cores, as here, about what it adds to the wall time, and far less noisy
-than wall times on this shared machine.
+than wall times on this shared machine. In brackets, the same counted only until the job
+ended: what competes with its workers; the run's end and the model's upload come after.
 
 One-shot commands: {args.one_shot} of each, alternating. Such a command pays MLflow's client
 import (about 3 s of CPU on the sink's thread, beside the workers) and, after the job, the
