@@ -23,19 +23,18 @@ import numpy as np
 
 from scaletune.spec import ObjectiveType, Range
 from scaletune.tuning._parzen import ParzenModel, Work, axis_for
+from scaletune.tuning._sampled import SampledSearcher
 from scaletune.tuning._searchers import (
     Config,
     Suggestion,
     TrialResult,
     from_samples,
-    prior_samples,
-    to_samples,
 )
 
 FINISHED = math.inf  # the step of a result at full length (a parent job's trial)
 
 
-class LastValueSearcher:
+class LastValueSearcher(SampledSearcher):
     def __init__(
         self,
         ranges: Mapping[str, Range],
@@ -49,28 +48,17 @@ class LastValueSearcher:
         candidates: int = 8,  # TPE's draws from l(x) per proposal, the best l(x)/g(x) kept
         first: Sequence[Config] = (),
     ) -> None:
-        import optuna
-        from optuna.samplers import RandomSampler
-
-        optuna.logging.set_verbosity(optuna.logging.WARNING)
-        self._ranges = dict(ranges)
-        self._distributions = {name: r.distribution() for name, r in self._ranges.items()}
+        super().__init__(ranges, seed, first)
         self._axes = {name: axis_for(d) for name, d in self._distributions.items()}
         self._maximize = objective is ObjectiveType.MAXIMIZE
-        self._seed = seed
         self._random_fraction = random_fraction
         self._n_startup = n_startup
         self._refit_fraction = refit_fraction
         self._min_refit = min_refit
         self._candidates = candidates
         self._coin = np.random.default_rng([seed, 2])
-        self._random = optuna.create_study(sampler=RandomSampler(seed=seed))
-        self._params: dict[int, dict[str, object]] = {}  # each trial's values, as sampled
         self._latest: dict[int, tuple[float, float]] = {}  # trial -> (step, value)
         self._failed: set[int] = set()  # left out, whatever they reported (or is replayed)
-        self._priors = 0
-        self._prior_params: dict[int, dict[str, object]] = {}
-        self._first = [to_samples(self._ranges, config) for config in first]
         # The model's data: a row a trial, in the order their first values came.
         self._rows: dict[int, int] = {}
         self._points = np.empty((64, len(self._axes)))  # each hyperparameter, as TPE sees it
@@ -124,25 +112,8 @@ class LastValueSearcher:
             return
         self._update(number, FINISHED if result.resource is None else result.resource, value)
 
-    def restore(self, number: int, config: Config, ended: TrialResult | None) -> None:
-        """A past trial; the tuning loop then replays every stored report (`on_report`)."""
-        if number != len(self._params):
-            raise ValueError(f"trial {number} restored out of order")
-        self._params[number] = to_samples(self._ranges, config)
-        if ended is not None:
-            self.observe(ended)
-
-    def add_prior(self, config: Config, value: float) -> bool:
-        """A parent's finished trial, as a full-length result (numbered below zero)."""
-        if self._params:
-            raise ValueError("priors go in before this job's own trials")
-        params = prior_samples(self._ranges, self._distributions, config, value)
-        if params is None:
-            return False
-        self._priors += 1
-        self._prior_params[-self._priors] = params
-        self._update(-self._priors, FINISHED, value)
-        return True
+    def _learn_prior(self, number: int, value: float) -> None:
+        self._update(number, FINISHED, value)
 
     def _update(self, number: int, step: float, value: float) -> None:
         if not math.isfinite(value):

@@ -26,20 +26,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from scaletune.spec import ObjectiveType, Range
+from scaletune.tuning._sampled import SampledSearcher
 from scaletune.tuning._searchers import (
     Config,
     Suggestion,
     TrialResult,
     from_samples,
-    prior_samples,
-    to_samples,
 )
 
 if TYPE_CHECKING:
     import optuna
 
 
-class RungModelSearcher:
+class RungModelSearcher(SampledSearcher):
     def __init__(
         self,
         ranges: Mapping[str, Range],
@@ -51,30 +50,20 @@ class RungModelSearcher:
         min_points: int | None = None,
         first: Sequence[Config] = (),
     ) -> None:
-        import optuna
-        from optuna.samplers import RandomSampler
 
-        optuna.logging.set_verbosity(optuna.logging.WARNING)
-        self._ranges = dict(ranges)
-        self._distributions = {name: r.distribution() for name, r in self._ranges.items()}
+        super().__init__(ranges, seed, first)
         self._objective = objective
-        self._seed = seed
         self._levels = sorted(set(levels))
         self._full = self._levels[-1]
         # BOHB's minimum is d + 1 points; TPE splits them into good and bad, so one more.
         self._min_points = min_points or len(self._ranges) + 2
         self._random_fraction = random_fraction
         self._coin = np.random.default_rng([seed, 1])
-        self._random = optuna.create_study(sampler=RandomSampler(seed=seed))
-        self._params: dict[int, dict[str, object]] = {}  # each trial's values, as sampled
         self._results: dict[int, dict[int, float]] = {level: {} for level in self._levels}
         self._ended: set[int] = set()
-        self._priors = 0
-        self._prior_params: dict[int, dict[str, object]] = {}
         self._model: optuna.Study | None = None
         self._model_level: int | None = None
         self._pending: dict[int, optuna.Trial] = {}  # in the model, not yet at its level
-        self._first = [to_samples(self._ranges, config) for config in first]
 
     @property
     def model_level(self) -> int | None:
@@ -129,24 +118,8 @@ class RungModelSearcher:
         if self._model is not None and self._model_level is not None:
             self._add_fallen(number, self._model_level)
 
-    def restore(self, number: int, config: Config, ended: TrialResult | None) -> None:
-        if number != len(self._params):
-            raise ValueError(f"trial {number} restored out of order")
-        self._params[number] = to_samples(self._ranges, config)
-        if ended is not None:
-            self.observe(ended)
-
-    def add_prior(self, config: Config, value: float) -> bool:
-        """A parent's finished trial, as a full-length result (numbered below zero)."""
-        if self._params:
-            raise ValueError("priors go in before this job's own trials")
-        params = prior_samples(self._ranges, self._distributions, config, value)
-        if params is None:
-            return False
-        self._priors += 1
-        self._prior_params[-self._priors] = dict(params)
-        self._results[self._full][-self._priors] = value
-        return True
+    def _learn_prior(self, number: int, value: float) -> None:
+        self._results[self._full][number] = value
 
     def _level(self) -> int | None:
         enough = [level for level in self._levels if len(self._results[level]) >= self._min_points]
