@@ -120,6 +120,11 @@ def test_a_new_job_is_given_a_run_without_looking_for_one() -> None:
         cast(MlflowClient, client), sink
     )
     assert client.searched == 1  # one that ran before may have a run: it is looked for
+    sink._failures = 1  # a retry: the try that failed may have made the run
+    StartRun("job-3", run_name="job-3", start_ms=0, tags={}, params={}, new=True).apply(
+        cast(MlflowClient, client), sink
+    )
+    assert client.searched == 2
 
 
 @pytest.mark.parametrize(

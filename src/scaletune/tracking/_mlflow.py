@@ -59,7 +59,9 @@ class StartRun(Operation):
     description = "start a run"
 
     def apply(self, client: MlflowClient, sink: MlflowSink) -> None:
-        run_id = None if self.new else find_run(client, sink, self.scaletune_id)
+        # A retry looks even for a new job's run: the try that failed may have made it.
+        trusted_new = self.new and not sink.retrying
+        run_id = None if trusted_new else find_run(client, sink, self.scaletune_id)
         if run_id is None:
             tags = {**self.tags, ID_TAG: self.scaletune_id}
             parent = None if self.parent_id is None else find_run(client, sink, self.parent_id)

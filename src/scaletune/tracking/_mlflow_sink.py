@@ -153,6 +153,11 @@ class MlflowSink:
             self._pending.insert(1, (self.clock.monotonic(), operation))
 
     @property
+    def retrying(self) -> bool:
+        """The update being applied failed its last try (its effect may have landed)."""
+        return self._failures > 0
+
+    @property
     def unsent(self) -> int:
         with self._changed:
             return len(self._pending)
