@@ -9,8 +9,11 @@ BENCH_VENV ?= .bench-venv
 BENCH_STAMP := $(BENCH_VENV)/.installed
 BENCH_REQUIREMENTS := benchmarks/tuning/requirements.txt
 BENCH_CONSTRAINTS := benchmarks/tuning/constraints.txt
+NAME ?= test_timings
 
-.PHONY: demo test docs lint typecheck unit lock dist wheel-check bench bench-env bench-test bench-tuning bench-overhead clean
+.PHONY: demo test docs lint typecheck unit lock dist wheel-check bench bench-env bench-test bench-tuning bench-overhead clean test-timings
+# SCALETUNE_JUNIT_DIR (make test-timings sets it): each pytest run writes its JUnit XML there.
+junit = $(if $(SCALETUNE_JUNIT_DIR),--junitxml=$(SCALETUNE_JUNIT_DIR)/$(1).xml)
 
 demo: $(STAMP)
 	$(BIN)/scaletune demo
@@ -25,7 +28,10 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 unit: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest $(call junit,suite)
+
+test-timings: $(STAMP)  # .ci/run from a clean clone, timed: benchmarks/results/$(NAME).md
+	scripts/test-timings.sh $(NAME)
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -93,7 +99,7 @@ $(BENCH_STAMP): pyproject.toml $(BENCH_REQUIREMENTS) $(BENCH_CONSTRAINTS)
 bench-env: $(BENCH_STAMP)
 
 bench-test: $(BENCH_STAMP)  # the simulation tests again, with YAHPO's surrogate installed
-	$(BENCH_VENV)/bin/python -m pytest -q tests/simulation
+	$(BENCH_VENV)/bin/python -m pytest -q tests/simulation $(call junit,bench-test)
 
 bench-tuning: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python -m benchmarks.tuning.run
