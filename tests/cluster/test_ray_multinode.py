@@ -25,6 +25,9 @@ import pytest
 from scaletune.cluster import free_port
 
 pytest.importorskip("ray", reason="the Ray backend needs scaletune[ray]")
+# Two Ray nodes, their workers and a controller process, with node losses noticed in 3 s:
+# the whole machine, alone (`make unit` runs serial tests before the parallel ones).
+pytestmark = pytest.mark.serial
 
 RAY = str(Path(sys.executable).with_name("ray"))
 
@@ -57,7 +60,7 @@ CONTROLLER = textwrap.dedent(
     with RayBackend(address=address) as backend, Session(store, backend=backend) as session:
         nodes = [n for n in ray.nodes() if n["Alive"]]
         record = session.controller.run(session.controller.prepare(spec), on_started=groups.append)
-        print(json.dumps({
+        write_result({
             "nodes": len(nodes),
             "labelled": sum("second_node" in n["Resources"] for n in nodes),
             "status": record.status.value,
@@ -66,7 +69,7 @@ CONTROLLER = textwrap.dedent(
             "log_dir": record.log_dir,
             "worker_nodes": groups[0].nodes,
             "locations": list(session.store.attempts.of(record.id)[-1].workers),
-        }))
+        })
     """
 )
 
@@ -108,19 +111,35 @@ def two_nodes(s3_endpoint: str) -> Iterator[str]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+# What a controller script found, as JSON in a file of the test's own: Ray's driver prints to
+# stdout too (messages the cluster pushes to it, under load), so stdout is no channel for it.
+RESULT = textwrap.dedent(
+    """
+    import json as _json, os as _os
+
+    def write_result(value):
+        with open(_os.environ["SCALETUNE_TEST_RESULT"], "w") as result:
+            _json.dump(value, result)
+    """
+)
+
+
 def _controller(
     script: str, address: str, store_path: Path, bucket: str, *more: str
 ) -> dict[str, Any]:
-    """Run a controller script in a process of its own; what it printed last, as JSON."""
+    """Run a controller script in a process of its own; the result it wrote."""
+    result_file = store_path.parent / "controller-result.json"
+    result_file.parent.mkdir(parents=True, exist_ok=True)
+    result_file.unlink(missing_ok=True)
     done = subprocess.run(
-        [sys.executable, "-c", script, address, str(store_path), bucket, *more],
+        [sys.executable, "-c", RESULT + script, address, str(store_path), bucket, *more],
         capture_output=True,
         text=True,
         timeout=400,
-        env=_environment(),
+        env={**_environment(), "SCALETUNE_TEST_RESULT": str(result_file)},
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(result_file.read_text())
     return result
 
 
@@ -239,7 +258,7 @@ NODE_LOSS = KILL_NODE + textwrap.dedent(
 
         record = session.controller.run(session.controller.prepare(spec), on_started=on_started)
         attempts = session.store.attempts.of(record.id)
-        print(json.dumps({
+        write_result({
             "doomed": doomed,
             "groups": groups,
             "killed": killed,
@@ -252,7 +271,7 @@ NODE_LOSS = KILL_NODE + textwrap.dedent(
                 for a in attempts
             ],
             "steps": [p.step for p in session.store.metrics(record.id, "validation:auc")],
-        }))
+        })
     """
 )
 
@@ -365,7 +384,7 @@ ELASTIC_NODES = KILL_NODE + textwrap.dedent(
 
         record = session.controller.run(session.controller.prepare(spec), on_started=on_started)
         attempts = session.store.attempts.of(record.id)
-        print(json.dumps({
+        write_result({
             "doomed": doomed,
             "added": ids("added_elastic"),
             "groups": [nodes for _, nodes in placed],
@@ -380,7 +399,7 @@ ELASTIC_NODES = KILL_NODE + textwrap.dedent(
             "billable": record.billable_seconds,
             "wall": record.wall_seconds,
             "steps": [p.step for p in session.store.metrics(record.id, "validation:auc")],
-        }))
+        })
     """
 )
 

@@ -24,6 +24,7 @@ from scaletune.cli._experiment import convergence, experiment_app, report
 from scaletune.cli._live import live_job
 from scaletune.cli._options import (
     BackendOption,
+    JsonListOption,
     JsonOption,
     RayAddressOption,
     StoreOption,
@@ -32,7 +33,8 @@ from scaletune.cli._options import (
     open_store,
     out,
 )
-from scaletune.cli._render import job_summary, jobs_table, print_json, print_table
+from scaletune.cli._render import job_summary, jobs_table, print_table
+from scaletune.cli._stdout import print_json
 from scaletune.cli._tuning import tune, tuning_app
 from scaletune.errors import (
     InvalidInputError,
@@ -156,7 +158,7 @@ def jobs_list(
     offset: Annotated[
         int, typer.Option(min=0, help="Skip this many first: the next page is --offset LIMIT.")
     ] = 0,
-    json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    json_output: JsonListOption = False,
     store: StoreOption = None,
 ) -> None:
     """List training jobs, newest first."""
@@ -192,7 +194,7 @@ def jobs_metrics(
     name: Annotated[
         str | None, typer.Option("--name", help="One metric (default: every one).")
     ] = None,
-    json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    json_output: JsonListOption = False,
     store: StoreOption = None,
 ) -> None:
     """A job's reported metrics, step by step (one indexed read)."""

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from scaletune.cli._options import JsonOption, StoreOption, err, open_store, out
-from scaletune.cli._render import print_json, print_table
+from scaletune.cli._render import print_table
+from scaletune.cli._stdout import print_json
 from scaletune.errors import InvalidInputError
 
 if TYPE_CHECKING:  # the experiment (matplotlib, the training stack) loads when a command runs

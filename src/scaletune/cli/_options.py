@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
+from scaletune.cli._stdout import claim_stdout_for_json
+
 if TYPE_CHECKING:
     from scaletune.cluster import Backend
     from scaletune.spec import BackendName
@@ -23,7 +25,16 @@ StoreOption = Annotated[
         help="SQLite file or database URL (default: ~/.local/share/scaletune).",
     ),
 ]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print the record as JSON.")]
+JsonOption = Annotated[
+    bool,
+    typer.Option(
+        "--json", help="Print the record as JSON (alone on stdout).", callback=claim_stdout_for_json
+    ),
+]
+JsonListOption = Annotated[
+    bool,
+    typer.Option("--json", help="Print JSON (alone on stdout).", callback=claim_stdout_for_json),
+]
 BackendOption = Annotated[
     str | None,
     typer.Option(

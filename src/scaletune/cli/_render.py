@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -69,10 +66,6 @@ def print_table(
             block.add_row(name, value)
         console.print(block)
         console.print()
-
-
-def print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, indent=2, allow_nan=False) + "\n")
 
 
 def job_summary(

@@ -19,6 +19,7 @@ from rich.table import Table
 from scaletune.cli._live import live_tuning
 from scaletune.cli._options import (
     BackendOption,
+    JsonListOption,
     JsonOption,
     RayAddressOption,
     StoreOption,
@@ -27,7 +28,8 @@ from scaletune.cli._options import (
     open_store,
     out,
 )
-from scaletune.cli._render import print_json, print_table
+from scaletune.cli._render import print_table
+from scaletune.cli._stdout import print_json
 from scaletune.spec._names import CLUSTER_SIZE
 from scaletune.store import JobStatus
 
@@ -207,7 +209,7 @@ def tuning_replay(
 @tuning_app.command("list")
 def tuning_list(
     limit: Annotated[int, typer.Option(min=1, help="At most this many, newest first.")] = 20,
-    json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    json_output: JsonListOption = False,
     store: StoreOption = None,
 ) -> None:
     """List tuning jobs, newest first."""
