@@ -4,14 +4,24 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DOCS_STAMP := $(VENV)/.docs-installed
+# Environments are filled by uv (installed into .venv by pip first): it installs in seconds
+# what pip takes minutes for, and its cache serves every later environment (the benchmark
+# one, the wheel check's) without a download. pip's find-links, where this machine sets them
+# (PyTorch's CPU build on disk), are uv's too.
+UV := $(BIN)/uv
+ifdef PIP_FIND_LINKS
+export UV_FIND_LINKS ?= $(PIP_FIND_LINKS)
+endif
 # The peers (Optuna, Ray, Syne Tune) and YAHPO's surrogate live apart from the package's own.
 BENCH_VENV ?= .bench-venv
 BENCH_STAMP := $(BENCH_VENV)/.installed
 BENCH_REQUIREMENTS := benchmarks/tuning/requirements.txt
 BENCH_CONSTRAINTS := benchmarks/tuning/constraints.txt
 NAME ?= test_timings
+TEST_WORKERS ?= 2
+ROUNDS ?= 20
 
-.PHONY: demo test docs lint typecheck unit lock dist wheel-check bench bench-env bench-test bench-tuning bench-overhead clean test-timings
+.PHONY: demo test docs lint typecheck unit lock dist wheel-check bench bench-env bench-test bench-tuning bench-overhead clean test-timings test-stress
 # SCALETUNE_JUNIT_DIR (make test-timings sets it): each pytest run writes its JUnit XML there.
 junit = $(if $(SCALETUNE_JUNIT_DIR),--junitxml=$(SCALETUNE_JUNIT_DIR)/$(1).xml)
 
@@ -27,19 +37,30 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The suite in two phases: the tests marked serial first, one at a time (they need the whole
+# machine: a multinode Ray, TensorFlow's fault tests, timings), then all others on
+# $(TEST_WORKERS) pytest-xdist workers, a test file to a worker at a time so that a module's warm
+# pool or Ray instance starts once. Both always run; the closing line is the second's.
 unit: $(STAMP)
-	$(BIN)/pytest $(call junit,suite)
+	rc=0; \
+	$(BIN)/pytest -m serial $(call junit,serial) || rc=$$?; \
+	$(BIN)/pytest -m "not serial" -n $(TEST_WORKERS) --dist loadfile $(call junit,parallel) || rc=$$?; \
+	exit $$rc
+
+test-stress: $(STAMP)  # tests/stress.txt, ROUNDS times beside a CPU hog: results/test_stress.md
+	$(BIN)/python scripts/test_stress.py --rounds $(ROUNDS)
 
 test-timings: $(STAMP)  # .ci/run from a clean clone, timed: benchmarks/results/$(NAME).md
 	scripts/test-timings.sh $(NAME)
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev,ray,tensorflow,mlflow,tensorboard]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt uv
+	$(UV) pip install --quiet --compile-bytecode --python $(BIN)/python -c constraints.txt -e '.[dev,ray,tensorflow,mlflow,tensorboard]'
 	# Keras 2, for TensorFlow's multi-worker strategies (Keras 3 does not run them). It declares
 	# the full `tensorflow` build (GPU kernels, 0.6 GB more) as its dependency; tensorflow-cpu,
 	# installed above, is the same package for the CPU.
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt --no-deps tf-keras
+	$(UV) pip install --quiet --compile-bytecode --python $(BIN)/python -c constraints.txt --no-deps tf-keras
 	touch $(STAMP)
 
 # The documentation site into site/ (mkdocs.yml; reference pages from scripts/docs_hooks.py).
@@ -47,7 +68,7 @@ docs: $(DOCS_STAMP)  # NO_MKDOCS_2_WARNING: Material's end-of-life banner, print
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 $(DOCS_STAMP): $(STAMP) pyproject.toml
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[docs]'
+	$(UV) pip install --quiet --compile-bytecode --python $(BIN)/python -c constraints.txt -e '.[docs]'
 	touch $(DOCS_STAMP)
 
 dist: $(STAMP)  # the wheel and sdist, checked by twine
@@ -90,16 +111,16 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.store.round_trips
 	$(BIN)/python -m benchmarks.store.console_pages --sizes 1000 10000 100000 --screenshots docs/console
 
-$(BENCH_STAMP): pyproject.toml $(BENCH_REQUIREMENTS) $(BENCH_CONSTRAINTS)
+$(BENCH_STAMP): $(STAMP) pyproject.toml $(BENCH_REQUIREMENTS) $(BENCH_CONSTRAINTS)
 	$(PYTHON) -m venv $(BENCH_VENV)
-	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+	$(UV) pip install --quiet --compile-bytecode --python $(BENCH_VENV)/bin/python \
 		-c $(BENCH_CONSTRAINTS) -r $(BENCH_REQUIREMENTS)
 	touch $(BENCH_STAMP)
 
 bench-env: $(BENCH_STAMP)
 
-bench-test: $(BENCH_STAMP)  # the simulation tests again, with YAHPO's surrogate installed
-	$(BENCH_VENV)/bin/python -m pytest -q tests/simulation $(call junit,bench-test)
+bench-test: $(BENCH_STAMP)  # the tests that need YAHPO's surrogate (they skip in .venv)
+	$(BENCH_VENV)/bin/python -m pytest -q tests/simulation/test_lcbench.py $(call junit,bench-test)
 
 bench-tuning: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python -m benchmarks.tuning.run

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The wheel as a user gets it: built with its sdist, checked by twine, installed into a fresh
 # virtual environment outside the checkout, and run from there (`scaletune demo`, the
-# console's help). Needs `make`'s .venv (build, twine); PYTHON makes the fresh environment.
+# console's help). Needs `make`'s .venv (build, twine, uv); PYTHON makes the fresh environment.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -37,8 +37,8 @@ print(f"wheel: {len(names)} files; sdist: {len(sdist_names)}")
 PY
 
 "$PYTHON" -m venv "$work/venv"
-"$work/venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-    -c "$checkout/constraints.txt" "$wheel"
+# uv, as `make` installs it into .venv: its cache, which that install filled, serves this one.
+"$BIN/uv" pip install --quiet --compile-bytecode --python "$work/venv/bin/python" -c "$checkout/constraints.txt" "$wheel"
 cd "$work"  # outside the checkout: nothing of the clone is importable from here
 "$work/venv/bin/python" -c "import scaletune, sys; sys.exit(not scaletune.__file__.startswith('$work/venv/'))"
 export SCALETUNE_STORE="$work/store/scaletune.db" SCALETUNE_HOME="$work/home"
