@@ -7,19 +7,44 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine
+from sqlalchemy import Engine, create_engine, make_url, text
 
 from scaletune.store import Store
 from scaletune.store._schema import metadata
 
 
-def _postgres_url() -> str:
+def _engine(url: str) -> Engine:
+    return create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+
+
+@pytest.fixture(scope="session")
+def postgres_database() -> str:
+    """The server's database for this test process: one of its own under pytest-xdist (a
+    database per worker, made on first use), so that parallel workers never share tables."""
     url = os.environ.get("SCALETUNE_TEST_POSTGRES_URL")
     if not url:
         if os.environ.get("SCALETUNE_REQUIRE_POSTGRES"):
             pytest.fail("SCALETUNE_REQUIRE_POSTGRES is set but SCALETUNE_TEST_POSTGRES_URL is not")
         pytest.skip("no PostgreSQL server: set SCALETUNE_TEST_POSTGRES_URL (see .ci/run)")
-    engine = create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None:  # not under xdist: the database as given
+        return url
+    server = _engine(url).execution_options(isolation_level="AUTOCOMMIT")
+    name = f"{make_url(url).database}_{worker}"
+    try:
+        with server.connect() as connection:
+            exists = connection.execute(
+                text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": name}
+            ).first()
+            if exists is None:
+                connection.execute(text(f'CREATE DATABASE "{name}"'))
+    finally:
+        server.dispose()
+    return make_url(url).set(database=name).render_as_string(hide_password=False)
+
+
+def emptied(url: str) -> str:
+    engine = _engine(url)
     metadata.drop_all(engine)  # each test starts from an empty database
     engine.dispose()
     return url
@@ -29,7 +54,7 @@ def _postgres_url() -> str:
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'scaletune.db'}"
-    return _postgres_url()
+    return emptied(request.getfixturevalue("postgres_database"))
 
 
 @pytest.fixture

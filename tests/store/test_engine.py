@@ -8,20 +8,20 @@ import pytest
 from sqlalchemy import text
 
 from scaletune.store import Store, _engine
-from tests.store.conftest import _postgres_url
+from tests.store.conftest import emptied
 
 
 @pytest.mark.postgres
 def test_an_idle_connection_the_server_dropped_is_replaced(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, postgres_database: str
 ) -> None:
     now = [time.monotonic()]
     monkeypatch.setattr(_engine, "monotonic", lambda: now[0])
-    with Store(_postgres_url()) as store:
+    with Store(emptied(postgres_database)) as store:
         assert store.list_tuning_jobs() == []  # one pooled connection, now idle
         with store._autocommit.connect() as conn:
             pid = conn.execute(text("SELECT pg_backend_pid()")).scalar_one()
-        killer = Store(_postgres_url())
+        killer = Store(postgres_database)
         with killer._autocommit.connect() as conn:
             conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
         killer.close()

@@ -30,7 +30,7 @@ def _curve(session: Session, record: TrainingJobRecord, name: str) -> list[tuple
 @pytest.mark.parametrize(
     ("example", "overrides", "metric"),
     [
-        ("script-ddp.toml", ["hyperparameters.epochs=8"], "validation:accuracy"),
+        ("script-ddp.toml", ["hyperparameters.epochs=5"], "validation:accuracy"),
         ("script-xgboost.toml", ["hyperparameters.num_round=40"], "validation:auc"),
     ],
     ids=["pytorch-ddp", "xgboost"],

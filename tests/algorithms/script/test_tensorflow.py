@@ -55,11 +55,11 @@ def _tf_config(log: str) -> dict[str, Any]:
 
 
 def test_a_mirrored_strategy_job_on_two_workers(session: Session, tmp_path: Path) -> None:
-    record = _run(session, _spec(tmp_path, "tf-mirrored-mnist.toml", "hyperparameters.epochs=10"))
+    record = _run(session, _spec(tmp_path, "tf-mirrored-mnist.toml", "hyperparameters.epochs=4"))
     assert record.status is JobStatus.COMPLETED, record.failure_reason
     assert record.final_metrics["validation:accuracy"] > FLOOR
     steps = [p.step for p in session.store.metrics(record.id, "validation:accuracy")]
-    assert steps == list(range(1, 11))  # one report an epoch, from rank 0's callback
+    assert steps == list(range(1, 5))  # one report an epoch, from rank 0's callback
     logs = _logs(record)
     configs = [_tf_config(log) for log in logs]
     assert [c["task"] for c in configs] == [
@@ -73,7 +73,7 @@ def test_a_mirrored_strategy_job_on_two_workers(session: Session, tmp_path: Path
     assert len(digests) == 1
     assert (Path(record.artifact or "") / "model.weights.h5").is_file()  # rank 0's, published
     (attempt,) = session.store.attempts.of(record.id)
-    assert attempt.checkpoint_step == 10  # the callback's weights, each epoch
+    assert attempt.checkpoint_step == 4  # the callback's weights, each epoch
     assert record.billable_seconds == pytest.approx(2 * (record.wall_seconds or 0))
 
 
@@ -81,7 +81,7 @@ def test_a_parameter_server_job_runs_a_chief_two_workers_and_a_server(
     session: Session, tmp_path: Path
 ) -> None:
     record = _run(
-        session, _spec(tmp_path, "tf-parameter-server-mnist.toml", "hyperparameters.epochs=10")
+        session, _spec(tmp_path, "tf-parameter-server-mnist.toml", "hyperparameters.epochs=4")
     )
     assert record.status is JobStatus.COMPLETED, record.failure_reason
     assert record.final_metrics["validation:accuracy"] > FLOOR
@@ -107,6 +107,7 @@ def test_a_parameter_server_job_runs_a_chief_two_workers_and_a_server(
     assert record.billable_seconds == pytest.approx(4 * (record.wall_seconds or 0))
 
 
+@pytest.mark.serial  # a TensorFlow fault test: four TensorFlow processes, one killed
 def test_a_killed_parameter_server_fails_the_job_naming_it(
     session: Session, tmp_path: Path
 ) -> None:
@@ -146,10 +147,13 @@ def test_hyperband_stops_tensorflow_trials_on_the_scripts_metric(
     spec = load_tuning_spec(
         digits_job(f"tuning-tf-{kind}-mnist.toml", tmp_path),
         [
-            "training.hyperparameters.epochs=27",  # long enough for a verdict to land
-            "hyperband.max_resource=27",
+            "training.hyperparameters.epochs=9",  # rungs at 1, 3 and 9: room for a verdict
+            "hyperband.max_resource=9",
             "hyperband.rank_by='value'",  # a verdict at rung 1 (a forecast waits for 4 reports)
             "max_jobs=3",
+            # One worker: the parameter-server job is still a chief, a worker and a server,
+            # each a TensorFlow process of its own (their start is most of a trial's time).
+            "training.instance_count=1",
         ],
     )
     controller = TuningController(session.controller)
@@ -162,10 +166,11 @@ def test_hyperband_stops_tensorflow_trials_on_the_scripts_metric(
     assert summary.record.best_objective is not None
 
 
+@pytest.mark.serial  # a TensorFlow fault test: a kill timed on checkpoints
 def test_a_mirrored_worker_killed_mid_fit_is_retried_from_its_keras_checkpoint(
     session: Session, tmp_path: Path
 ) -> None:
-    spec = _spec(tmp_path, "tf-mirrored-mnist.toml", "hyperparameters.epochs=60")
+    spec = _spec(tmp_path, "tf-mirrored-mnist.toml", "hyperparameters.epochs=24")
     killed: list[int] = []
 
     def kill_rank_1_after_three_checkpoints(group: Group) -> None:
@@ -196,5 +201,5 @@ def test_a_mirrored_worker_killed_mid_fit_is_retried_from_its_keras_checkpoint(
     assert first.checkpoint_step is not None and first.checkpoint_step >= 3
     assert second.resumed_from_step == first.checkpoint_step  # restore(model) -> initial_epoch
     steps = [p.step for p in session.store.metrics(record.id, "validation:accuracy")]
-    assert steps == list(range(1, 61))  # each epoch once: none lost, none twice
+    assert steps == list(range(1, 25))  # each epoch once: none lost, none twice
     assert record.final_metrics["validation:accuracy"] > FLOOR
