@@ -155,7 +155,8 @@ def _stop_cluster(folder: str) -> None:
     for process in ours.values():
         with contextlib.suppress(psutil.NoSuchProcess):
             process.terminate()
-    _, alive = psutil.wait_procs(list(ours.values()), timeout=10)
+    # A daemon still up 3 s after SIGTERM is killed: a test cluster keeps nothing worth more.
+    _, alive = psutil.wait_procs(list(ours.values()), timeout=3)
     for process in alive:
         with contextlib.suppress(psutil.NoSuchProcess):
             process.kill()
