@@ -95,8 +95,8 @@ def render(
     lines = [
         "# Tests run round after round beside a CPU hog",
         "",
-        f"Command: `{command}`; {len(rounds)} rounds of the {len(tests)} entries in "
-        f"tests/stress.txt, one core kept busy by another process throughout.",
+        f"Command: `{command}`; {len(rounds)} rounds of {len(tests)} entries (node ids), one "
+        "core kept busy by another process throughout.",
         f"Machine: {os.cpu_count()} cores, {platform.platform()}; "
         f"{datetime.date.today().isoformat()}; {seconds / 60:.1f} minutes in all.",
         "",
@@ -126,15 +126,20 @@ def main(argv: list[str] | None = None) -> int:
     folder = Path(tempfile.mkdtemp(prefix="scaletune-stress-"))
     rounds: list[dict[str, str]] = []
     start = time.monotonic()
+    if args.tests:  # a command of its own: say it as it was given
+        command = " ".join(["python scripts/test_stress.py", *(argv or sys.argv[1:])])
+    else:
+        command = "make test-stress" + (f" ROUNDS={args.rounds}" if args.rounds != 20 else "")
+    text = ""
     with cpu_hog():
         for number in range(1, args.rounds + 1):
             results = one_round(tests, args.workers, folder, number)
             rounds.append(results)
             bad = sorted(test for test, outcome in results.items() if outcome == "failed")
             print(f"round {number}: {len(results)} tests, {len(bad)} failed {bad}", flush=True)
-    command = "make test-stress" + (f" ROUNDS={args.rounds}" if args.rounds != 20 else "")
-    text = render(tests, rounds, time.monotonic() - start, command, folder)
-    args.output.write_text(text)
+            # Written after every round: a run cut short still leaves what it found.
+            text = render(tests, rounds, time.monotonic() - start, command, folder)
+            args.output.write_text(text)
     print(f"wrote {args.output}; rounds' output in {folder}", file=sys.stderr)
     return 1 if "**0 failures**" not in text else 0
 
