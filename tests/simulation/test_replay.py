@@ -129,14 +129,17 @@ def test_a_replay_of_a_real_tuning_job_reproduces_its_decisions(
             "objective_metric": "validation:logloss",
             "objective_type": "Minimize",
             "strategy": "Hyperband",
-            "hyperband": {"min_resource": 1, "max_resource": 9, "rank_by": "value"},
+            # 243 rounds: a verdict at round 1 reaches the trial before it ends. At 9 (a few
+            # milliseconds) a trial on a busy machine sometimes ran to its end first, Completed
+            # where its replay, which has no such race, says Stopped (a clean-clone CI run).
+            "hyperband": {"min_resource": 1, "max_resource": 243, "rank_by": "value"},
             "max_jobs": 6,
             "max_parallel_jobs": 1,  # a real job's report order is then its trial order
             "seed": 1,
             "ranges": {"eta": {"type": "Continuous", "min_value": 0.01, "max_value": 1}},
             "training": {
                 "algorithm": "xgboost",
-                "hyperparameters": {"num_round": 9, "eval_metric": "logloss"},
+                "hyperparameters": {"num_round": 243, "eval_metric": "logloss"},
                 "channels": {"train": channel, "validation": channel},
             },
         }
