@@ -166,9 +166,9 @@ def test_a_tuning_job_of_8_trials_on_2_workers_each(
         )
 
 
-# Serial: a member is exploited only if, at its perturbation interval, a better member has a
-# stored checkpoint; in a clean-clone run beside the other xdist worker the worse member ran
-# ahead of the better one all through, and no copy was made (1 run in 4; cause not yet fixed).
+# Serial: beside the other xdist worker, a clean-clone run made no copy (1 run in 4). Most
+# likely, not yet confirmed: a member is exploited only if, at its perturbation interval, a
+# better member has a stored checkpoint, and the worse member ran ahead all through.
 @pytest.mark.serial
 def test_population_based_training_on_ray_copies_checkpoints_between_trials(
     ray_session: Session,
