@@ -247,6 +247,10 @@ def test_tuning_show_prints_the_pareto_front_and_the_target(
     assert "target accuracy 0.7" in out and "cheapest" in out and "fastest" in out
 
 
+# Serial: beside the other xdist worker, a clean-clone run made no copy (1 run in 5), as the
+# Ray PBT test did: most likely, at the worse member's intervals no better member had a stored
+# checkpoint yet. The race is not fixed; alone, as before the suite ran in parallel, it passes.
+@pytest.mark.serial
 def test_the_pbt_example_runs_and_analytics_show_the_lineage(
     store_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
