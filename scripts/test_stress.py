@@ -19,10 +19,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ElementTree
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+
+from test_timings import read_junit  # this folder: the JUnit reader of make test-timings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,18 +52,11 @@ def cpu_hog() -> Iterator[None]:
 
 
 def outcomes(junit: Path) -> dict[str, str]:
-    """Each test's outcome in one round's JUnit XML, by node id."""
-    found = {}
-    for case in ElementTree.parse(junit).getroot().iter("testcase"):
-        module = (case.get("classname") or "").replace(".", "/") + ".py"
-        outcome = "passed"
-        for tag in ("failure", "error"):
-            if case.find(tag) is not None:
-                outcome = "failed"
-        if case.find("skipped") is not None:
-            outcome = "skipped"
-        found[f"{module}::{case.get('name')}"] = outcome
-    return found
+    """Each test's outcome in one round's JUnit XML, by node id (an error counts as failed)."""
+    return {
+        f"{test.path}::{test.name}": "failed" if test.outcome == "error" else test.outcome
+        for test in read_junit(junit)
+    }
 
 
 def one_round(tests: list[str], workers: int, folder: Path, number: int) -> dict[str, str]:
