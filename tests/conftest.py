@@ -207,3 +207,21 @@ def wait_until(predicate, timeout: float = 30.0, interval: float = 0.02) -> None
 
 
 os.environ.setdefault("PYTHONHASHSEED", "0")
+
+
+def require_tensorflow(reason: str) -> None:
+    """Skip the calling module where TensorFlow and tf-keras are not installed; where CI asks
+    for them (SCALETUNE_REQUIRE_TENSORFLOW), a missing one fails instead. Looked up without
+    importing: each pytest process collects every module, and TensorFlow takes 3 s to import."""
+    import importlib.util
+
+    missing = [
+        name for name in ("tensorflow", "tf_keras") if importlib.util.find_spec(name) is None
+    ]
+    if not missing:
+        return
+    if os.environ.get("SCALETUNE_REQUIRE_TENSORFLOW"):
+        raise ImportError(
+            f"{', '.join(missing)} not installed, and SCALETUNE_REQUIRE_TENSORFLOW is set"
+        )
+    pytest.skip(f"{reason} (missing: {', '.join(missing)})", allow_module_level=True)

@@ -22,13 +22,25 @@ from scaletune.reporting import (
     REPORT_ENV,
     REPORT_PREFIX,
 )
+from tests.conftest import require_tensorflow
 
-if not os.environ.get("SCALETUNE_REQUIRE_TENSORFLOW"):
-    pytest.importorskip("tf_keras", reason="needs scaletune[tensorflow] and tf-keras")
-import tf_keras as keras
+require_tensorflow("needs scaletune[tensorflow] and tf-keras")
+
+
+def _keras() -> Any:
+    import tf_keras  # here, not at collection: every pytest process collects this module
+
+    return tf_keras
+
+
+@pytest.fixture(autouse=True)
+def _tf_keras_imported_first() -> None:
+    """As a script does: scaletune.keras builds its callback on the Keras imported."""
+    _keras()
 
 
 def _model() -> Any:
+    keras = _keras()
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
     # Eagerly: no autograph files left in this test process's temp folder.
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
@@ -69,7 +81,7 @@ def test_each_epoch_is_reported_and_a_stop_ends_fit_at_the_next_batch(
     assert [r["step"] for r in reports] == [1, 2, 3]
     assert set(reports[0]["metrics"]) == {"train:loss"}
 
-    class StopAtEpoch2Batch1(keras.callbacks.Callback):  # type: ignore[misc]  # as scaletune's stop would land
+    class StopAtEpoch2Batch1(_keras().callbacks.Callback):  # type: ignore[misc]  # as scaletune's stop would land
         def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
             if self.epoch == 1 and batch == 1:
                 os.kill(os.getpid(), signal.SIGTERM)

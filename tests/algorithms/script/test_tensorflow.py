@@ -5,7 +5,6 @@ server, and Hyperband stopping TensorFlow trials. scikit-learn's digits: nothing
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 from pathlib import Path
@@ -20,15 +19,10 @@ from scaletune.cluster import Group
 from scaletune.spec import load_training_spec, load_tuning_spec
 from scaletune.store import JobStatus, TrainingJobRecord
 from scaletune.tuning import TuningController
-from tests.conftest import wait_until
+from tests.conftest import require_tensorflow, wait_until
 from tests.jobs import digits_job
 
-if os.environ.get("SCALETUNE_REQUIRE_TENSORFLOW"):
-    import tensorflow  # noqa: F401  # CI installs it: a missing one fails, not skips
-    import tf_keras  # noqa: F401
-else:
-    pytest.importorskip("tensorflow", reason="TensorFlow scripts need scaletune[tensorflow]")
-    pytest.importorskip("tf_keras", reason="TensorFlow's strategies need tf-keras (Keras 2)")
+require_tensorflow("TensorFlow scripts need scaletune[tensorflow] and tf-keras (Keras 2)")
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 FLOOR = 0.85  # digits' validation accuracy: chance is 0.1, a worker that learnt nothing ~0.1
