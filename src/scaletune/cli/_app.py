@@ -21,6 +21,7 @@ import typer
 
 from scaletune.cli._advise import advise
 from scaletune.cli._experiment import convergence, experiment_app, report
+from scaletune.cli._help import summarise_commands
 from scaletune.cli._live import live_job
 from scaletune.cli._options import (
     BackendOption,
@@ -469,3 +470,6 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except (KeyboardInterrupt, typer.Abort):
         sys.exit(130)
+
+
+summarise_commands(app)  # last: every command and group is registered by now
