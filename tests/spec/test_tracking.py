@@ -92,3 +92,38 @@ def test_a_tuning_job_without_its_own_tracking_takes_the_training_tables() -> No
     spec = _tuning(training={**TRAINING, "tracking": {"mlflow_experiment": "bank"}})
     assert spec.tracking.mlflow_experiment == "bank"
     assert spec.trial_spec({"eta": 0.2}).tracking.mlflow_experiment == "bank"
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "http://127.0.0.1:5000",
+        "https://mlflow.example.com",
+        "sqlite:///mlflow.db",
+        "postgresql+psycopg2://user@host/db",
+        "databricks",
+        "file:///tmp/mlruns",
+        "mlruns",
+    ],
+)
+def test_uris_mlflow_has_a_store_for_are_taken(uri: str) -> None:
+    assert TrackingSpec(mlflow=uri).mlflow == uri
+
+
+def test_a_uri_mlflow_has_no_store_for_is_refused_as_the_file_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.cli.test_cli import _cli
+
+    job = tmp_path / "job.toml"
+    job.write_text(
+        'algorithm = "xgboost"\nchannels.train = { dataset = "breast-cancer" }\n'
+        '[tracking]\nmlflow = "ftp://nowhere"\n'
+    )
+    store = tmp_path / "store.db"
+    code, out, err = _cli(capsys, "train", str(job), "--store", str(store))
+    assert code == 2 and out == ""
+    (line,) = err.strip().splitlines()
+    assert "tracking.mlflow" in line and "'ftp://nowhere'" in line
+    assert "no tracking store for ftp://" in line
+    assert not store.exists()  # refused before the store was opened

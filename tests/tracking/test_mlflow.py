@@ -21,6 +21,7 @@ from scaletune.api import Session
 from scaletune.cli import main
 from scaletune.errors import InvalidInputError
 from scaletune.spec import (
+    MLFLOW_URI_VARIABLE,
     TrackingSpec,
     TrainingJobSpec,
     training_spec_from_dict,
@@ -172,6 +173,32 @@ def test_a_stopped_then_resumed_job_stays_one_run(
     assert sorted(_history(client, run, "validation:auc")) == list(range(1, 11))
 
 
+def test_a_trial_stopped_early_ends_its_run_finished_and_tagged_not_killed(
+    session: Session, mlflow_server: str, request: pytest.FixtureRequest
+) -> None:
+    experiment = request.node.name
+    spec = _spec(mlflow_server, experiment, hyperparameters={"num_round": 10, "max_depth": 3})
+    controller = session.controller
+    stopper = Stopper()
+
+    def stopped_early_at_five(report: Report) -> None:
+        if report.step >= 5:  # as a tuning job's scheduler stops a trial
+            stopper.request(JobStatus.STOPPED, "stopped early at round 5", early=True)
+
+    job = controller.prepare(spec)
+    job = dataclasses.replace(
+        job,
+        algorithm=ProgramOverride(job.algorithm, programs.xgboost_held_at_round_5_until_stopped),
+    )
+    stopped = controller.run(job, stop=stopper, on_report=stopped_early_at_five)
+    assert stopped.status is JobStatus.STOPPED  # the store says how it ended
+    controller.tracking.flush(30)
+    run = _run_of(MlflowClient(mlflow_server), experiment, stopped.id)
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["scaletune.stopped_early"] == "true"
+    assert run.data.tags["scaletune.status"] == "Stopped"
+
+
 def test_a_tuning_job_is_a_parent_run_over_its_trials_with_the_best_tagged(
     session: Session, mlflow_server: str, request: pytest.FixtureRequest
 ) -> None:
@@ -203,6 +230,9 @@ def test_a_tuning_job_is_a_parent_run_over_its_trials_with_the_best_tagged(
     assert parent.data.tags["scaletune.kind"] == "tuning"
     assert parent.data.params["max_jobs"] == "3"
     assert parent.data.tags["scaletune.best_job_id"] == record.best_training_job
+    best_trial = session.store.get_training_job(record.best_training_job or "")
+    # The best objective as a metric too: MLflow's run table shows it beside the trials'.
+    assert parent.data.metrics["validation:auc"] == best_trial.final_metrics["validation:auc"]
     trials = session.store.training_jobs_of(tuning_id)
     assert len(trials) == 3
     for trial in trials:
@@ -280,3 +310,21 @@ def test_a_tracking_system_not_installed_is_bad_input_naming_it(
     monkeypatch.setattr(tracking_module, "_installed", lambda module: module != "mlflow")
     with pytest.raises(InvalidInputError, match=r"tracking.mlflow='http://127.0.0.1:1' needs"):
         Tracking(tmp_path).check(TrackingSpec(mlflow="http://127.0.0.1:1"))
+
+
+def test_the_environments_uri_is_checked_as_the_job_is_prepared(tmp_path: Path) -> None:
+    tracking = Tracking(tmp_path, environ={MLFLOW_URI_VARIABLE: "gopher://x"})
+    with pytest.raises(InvalidInputError, match=rf"{MLFLOW_URI_VARIABLE}='gopher://x': MLflow"):
+        tracking.check(TrackingSpec())
+
+
+def test_a_folder_is_refused_unless_mlflow_is_told_to_keep_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = str(tmp_path / "mlruns")
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    with pytest.raises(InvalidInputError, match=r"MLFLOW_ALLOW_FILE_STORE=true"):
+        Tracking(tmp_path).check(TrackingSpec(mlflow=folder))
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    Tracking(tmp_path).check(TrackingSpec(mlflow=folder))
+    Tracking(tmp_path).check(TrackingSpec(mlflow="sqlite:///" + str(tmp_path / "m.db")))

@@ -348,3 +348,30 @@ def test_parallel_trials_share_the_cores_instead_of_each_taking_every_core(
     alone = controller.run(controller.prepare(spec.training))  # a job of its own
     assert [p.value for p in session.store.metrics(alone.id, "concurrent_workers")] == [0]
     assert [p.value for p in session.store.metrics(alone.id, "threads")] == [max(1, cores // 2)]
+
+
+def test_a_trial_stopped_by_the_scheduler_is_marked_stopped_early(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trackers show such a trial as finished (it ran as asked, for less), not killed."""
+    from scaletune.simulation._runner import SimulatedTrialRunner
+    from scaletune.store import Store
+    from scaletune.training import Stopper
+    from tests.simulated import simulated_tuning
+
+    stoppers: dict[int, Stopper] = {}
+    start = SimulatedTrialRunner.start
+
+    def remembered(runner: SimulatedTrialRunner, number: int, stopper: Stopper, *rest: Any) -> None:
+        stoppers[number] = stopper
+        start(runner, number, stopper, *rest)
+
+    monkeypatch.setattr(SimulatedTrialRunner, "start", remembered)
+    with Store(f"sqlite:///{tmp_path / 'store.db'}") as store:
+        record = simulated_tuning(store, 12)
+        trials = {t.trial_number or 0: t for t in store.training_jobs_of(record.id)}
+    stopped = [n for n, t in trials.items() if t.status is JobStatus.STOPPED]
+    assert stopped  # Hyperband on values stops the worse at rungs 1 and 3
+    for number, trial in trials.items():
+        early = stoppers[number].early and stoppers[number].status is JobStatus.STOPPED
+        assert early is (trial.status is JobStatus.STOPPED), (number, trial.failure_reason)

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
         Range,
         Scaling,
     )
-    from scaletune.spec._tracking import MLFLOW_URI_VARIABLE, TrackingSpec
+    from scaletune.spec._tracking import MLFLOW_URI_VARIABLE, TrackingSpec, mlflow_uri_problem
     from scaletune.spec._training import (
         DEFAULT_COLLECTIVE_TIMEOUT_SECONDS,
         AlgorithmName,
@@ -98,6 +98,7 @@ _WHERE = {
     "Range": "_ranges",
     "Scaling": "_ranges",
     "MLFLOW_URI_VARIABLE": "_tracking",
+    "mlflow_uri_problem": "_tracking",
     "TrackingSpec": "_tracking",
     "AlgorithmName": "_training",
     "BackendName": "_training",
@@ -193,6 +194,7 @@ __all__ = [
     "is_url",
     "load_training_spec",
     "load_tuning_spec",
+    "mlflow_uri_problem",
     "parse_value",
     "task_role",
     "training_spec_from_dict",

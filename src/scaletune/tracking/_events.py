@@ -40,6 +40,7 @@ class JobEnd:
     final_metrics: Mapping[str, float] = field(default_factory=dict)
     failure_reason: str | None = None
     model: Path | None = None  # the published model folder, when the job completed
+    stopped_early: bool = False  # Stopped by a tuning job's early stopping, not by hand
 
 
 @dataclass(frozen=True)

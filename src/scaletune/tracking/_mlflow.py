@@ -31,7 +31,9 @@ PARAM_LIMIT = 100  # params a log_batch call takes
 _TEXT_LIMIT = 5000  # MLflow keeps 6000 characters of a param or tag value
 _NOT_A_NAME = re.compile(r"[^\w.\- :/]")  # MLflow's metric and param names
 
-# A Paused trial waits for a promotion (Hyperband's promotion type): scheduled, not ended.
+# A Paused trial waits for a promotion (Hyperband's promotion type): scheduled, not ended. A
+# trial stopped early by its tuning job ran as asked, for less: FINISHED, tagged (KILLED is
+# what MLflow shows for a run ended by hand).
 RUN_STATUS = {
     JobStatus.COMPLETED: "FINISHED",
     JobStatus.FAILED: "FAILED",
@@ -153,7 +155,7 @@ class LogMetrics(Operation):
 @dataclass(frozen=True)
 class EndRun(Operation):
     scaletune_id: str
-    status: JobStatus
+    status: str  # MLflow's: RUN_STATUS of the job's, or of how it ended
     end_ms: int
     tags: Mapping[str, str]
     model: Path | None = None
@@ -169,10 +171,10 @@ class EndRun(Operation):
         client.log_batch(run_id, tags=[RunTag(k, v) for k, v in self.tags.items()])
         if self.model is not None and self.model.is_dir():
             log_model(client, run_id, self.model, self.algorithm)
-        if self.status is JobStatus.PAUSED:
-            client.update_run(run_id, status=RUN_STATUS[self.status])
+        if self.status == RUN_STATUS[JobStatus.PAUSED]:  # not ended: no end time
+            client.update_run(run_id, status=self.status)
         else:
-            client.set_terminated(run_id, RUN_STATUS[self.status], end_time=self.end_ms)
+            client.set_terminated(run_id, self.status, end_time=self.end_ms)
 
 
 @dataclass(frozen=True)
@@ -242,10 +244,12 @@ class MlflowJob:
         }
         if end.failure_reason:
             tags["scaletune.reason"] = end.failure_reason[:_TEXT_LIMIT]
+        if end.stopped_early:
+            tags["scaletune.stopped_early"] = "true"
         self.sink.submit(
             EndRun(
                 self.job.id,
-                end.status,
+                RUN_STATUS[JobStatus.COMPLETED if end.stopped_early else end.status],
                 _ms(end.end_time),
                 tags,
                 end.model if end.status is JobStatus.COMPLETED else None,
@@ -284,7 +288,11 @@ class MlflowTuning:
             self.sink.submit(SetTags(end.best_job_id, {"scaletune.best": "true"}))
         if end.best_objective is not None:
             tags["scaletune.best_objective"] = repr(end.best_objective)
-        self.sink.submit(EndRun(self.tuning.id, end.status, _ms(end.end_time), tags))
+        if end.best_objective is not None:  # beside its trials' runs, in MLflow's columns
+            name = metric_name(self.tuning.objective_metric)
+            best = ((name, end.best_objective, _ms(end.end_time), end.trials),)
+            self.sink.submit(LogMetrics(self.tuning.id, best))
+        self.sink.submit(EndRun(self.tuning.id, RUN_STATUS[end.status], _ms(end.end_time), tags))
 
 
 def log_model(client: MlflowClient, run_id: str, folder: Path, algorithm: str | None) -> None:

@@ -9,12 +9,13 @@ import importlib.util
 import logging
 import os
 import threading
+import urllib.parse
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TypeVar
 
 from scaletune.errors import InvalidInputError
-from scaletune.spec import TrackingSpec
+from scaletune.spec import MLFLOW_URI_VARIABLE, TrackingSpec, mlflow_uri_problem
 from scaletune.tracking._events import (
     JobEnd,
     JobTracker,
@@ -37,6 +38,18 @@ def _installed(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
+def _refuses_folders(uri: str) -> bool:
+    """Whether MLflow would refuse `uri` as a folder store: MLflow 3 keeps its file store in
+    maintenance, opened only where MLFLOW_ALLOW_FILE_STORE says so. (MLflow is imported here
+    only for a folder URI, which the job imports it for anyway.)"""
+    if urllib.parse.urlparse(uri).scheme.lower() not in {"", "file"}:
+        return False
+    from mlflow import environment_variables
+
+    allowed = getattr(environment_variables, "MLFLOW_ALLOW_FILE_STORE", None)
+    return allowed is not None and not allowed.get()
+
+
 class Tracking:
     """Makes each job's trackers; owns the MLflow sinks until `close`."""
 
@@ -49,10 +62,19 @@ class Tracking:
 
     def check(self, spec: TrackingSpec) -> None:
         """What a job asks for can be done here (a bad input, before anything is written)."""
-        if self.mlflow_uri(spec) is not None and not _installed("mlflow"):
+        uri = self.mlflow_uri(spec)
+        problem = None if uri is None or spec.mlflow else mlflow_uri_problem(uri)
+        if problem is not None:  # the file's own URI was checked as it was read
+            raise InvalidInputError(f"{MLFLOW_URI_VARIABLE}={uri!r}: {problem}")
+        if uri is not None and not _installed("mlflow"):
             raise InvalidInputError(
                 f"tracking.mlflow={self.mlflow_uri(spec)!r} needs MLflow: "
                 "pip install 'scaletune[mlflow]'"
+            )
+        if uri is not None and _refuses_folders(uri):
+            raise InvalidInputError(
+                f"tracking.mlflow={uri!r}: this MLflow keeps no runs in a folder unless "
+                "MLFLOW_ALLOW_FILE_STORE=true is set; give a database, sqlite:///mlflow.db say"
             )
         if isinstance(spec.tensorboard, Path) and not _installed("tensorboard"):
             raise InvalidInputError(

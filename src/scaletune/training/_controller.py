@@ -349,6 +349,9 @@ class TrainingController:
                     final_metrics=state.final_metrics,
                     failure_reason=ending.reason,
                     model=None if artifact is None else Path(artifact),
+                    stopped_early=ending.status is JobStatus.STOPPED
+                    and stop.early
+                    and ending.reason == stop.reason,
                 )
             )
         if interrupted:

@@ -18,6 +18,7 @@ class Stopper:
         self.status = JobStatus.STOPPED
         self.reason = "stop requested"
         self.grace_seconds: float | None = None  # the controller's own grace if None
+        self.early = False  # a tuner's scheduler stopped it: it ran as asked, for less
         self._listeners: list[Callable[[], None]] = []
 
     def request(
@@ -25,14 +26,17 @@ class Stopper:
         status: JobStatus = JobStatus.STOPPED,
         reason: str = "stop requested",
         grace_seconds: float | None = None,
+        *,
+        early: bool = False,
     ) -> None:
         """`grace_seconds`: how long the program has to stop by itself (and checkpoint)
-        before it is killed; a preempted machine's SIGTERM gives more than a tuner's stop."""
+        before it is killed; a preempted machine's SIGTERM gives more than a tuner's stop.
+        `early`: a tuning job's early stopping asks (trackers show its end as a finish)."""
         with self._lock:
             if self._event.is_set():
                 return
             self.status, self.reason = status, reason
-            self.grace_seconds = grace_seconds
+            self.grace_seconds, self.early = grace_seconds, early
             self._event.set()
             listeners, self._listeners = self._listeners, []
         for listener in listeners:

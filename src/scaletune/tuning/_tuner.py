@@ -500,7 +500,7 @@ class _Run:
             self.searcher.on_report(number, report.step, value)
             verdict = self.scheduler.on_report(number, report.step, value, others)
         if verdict.decision is Decision.STOP:
-            stopper.request(JobStatus.STOPPED, verdict.reason or "stopped early")
+            stopper.request(JobStatus.STOPPED, verdict.reason or "stopped early", early=True)
         elif verdict.decision is Decision.PAUSE:
             # A pause is worth its checkpoint alone: the program gets longer than a stop's
             # grace to save one (Ray actors on a busy machine took more than 5 s, and a trial
