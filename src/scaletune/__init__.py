@@ -29,26 +29,7 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-_WHERE = {
-    **dict.fromkeys(("Estimator", "Session", "TrainingJob", "Tuner", "TuningJob"), "api"),
-    **dict.fromkeys(
-        ("InvalidInputError", "JobNotFoundError", "ScaletuneError", "StoreError"), "errors"
-    ),
-    **dict.fromkeys(
-        (
-            "CategoricalRange",
-            "ChannelSpec",
-            "ContinuousRange",
-            "IntegerRange",
-            "TrainingJobSpec",
-            "load_training_spec",
-        ),
-        "spec",
-    ),
-}
-
-
-__getattr__ = lazy_names(__name__, _WHERE)
+__getattr__ = lazy_names(__name__)
 
 __all__ = [
     "CategoricalRange",

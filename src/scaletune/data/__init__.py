@@ -24,31 +24,7 @@ if TYPE_CHECKING:
     )
     from scaletune.data._table import Table, TableFiles, shard_bounds
 
-_WHERE = {
-    "download_bank_marketing": "_bank_marketing",
-    "prepare_bank_marketing": "_bank_marketing",
-    "prepare_breast_cancer": "_bundled",
-    "PreparedDatasets": "_channels",
-    "load_channels": "_channels",
-    "prepare_builtin": "_channels",
-    "read_csv_table": "_csv",
-    "IMAGES_MAGIC": "_idx",
-    "LABELS_MAGIC": "_idx",
-    "read_idx": "_idx",
-    "download_mnist": "_images",
-    "prepare_digits": "_images",
-    "prepare_mnist": "_images",
-    "filesystem": "_remote",
-    "get_folder": "_remote",
-    "join_url": "_remote",
-    "put_folder": "_remote",
-    "reading": "_remote",
-    "remove_url": "_remote",
-    "Table": "_table",
-    "TableFiles": "_table",
-    "shard_bounds": "_table",
-}
-__getattr__ = lazy_names(__name__, _WHERE)
+__getattr__ = lazy_names(__name__)
 __all__ = [
     "IMAGES_MAGIC",
     "LABELS_MAGIC",

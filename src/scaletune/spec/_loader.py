@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from scaletune.algorithms import get_algorithm
 from scaletune.errors import InvalidInputError
 from scaletune.spec._errors import describe_validation_error
 from scaletune.spec._training import TrainingJobSpec, is_url
@@ -42,9 +43,11 @@ def tuning_spec_from_dict(raw: Mapping[str, Any], base_dir: Path | None = None) 
         data["training"] = _resolve_paths(dict(data["training"]), base_dir or Path.cwd())
     _resolve_tracking(data, base_dir or Path.cwd())
     try:
-        return TuningJobSpec.model_validate(data)
+        spec = TuningJobSpec.model_validate(data)
     except ValidationError as exc:
         raise InvalidInputError(describe_validation_error(exc)) from None
+    spec.check_against(get_algorithm(spec.training.algorithm))
+    return spec
 
 
 def _read_toml(file: Path) -> dict[str, Any]:
@@ -63,9 +66,11 @@ def training_spec_from_dict(
 ) -> TrainingJobSpec:
     data = _resolve_paths(dict(raw), base_dir or Path.cwd())
     try:
-        return TrainingJobSpec.model_validate(data)
+        spec = TrainingJobSpec.model_validate(data)
     except ValidationError as exc:
         raise InvalidInputError(describe_validation_error(exc)) from None
+    get_algorithm(spec.algorithm).check(spec)  # what only the algorithm knows, once built
+    return spec
 
 
 def apply_override(raw: dict[str, Any], override: str) -> None:

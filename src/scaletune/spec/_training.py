@@ -461,14 +461,6 @@ class TrainingJobSpec(Frozen):
             )
         return self
 
-    @model_validator(mode="after")
-    def _algorithm_accepts(self) -> TrainingJobSpec:
-        # Imported here: algorithms import this module for their own signatures.
-        from scaletune.algorithms import get_algorithm
-
-        get_algorithm(self.algorithm).check(self)
-        return self
-
     @property
     def elastic(self) -> bool:
         """Whether the job goes on with fewer workers, or grows, as capacity comes and goes."""

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
 from scaletune.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from scaletune.algorithms import Algorithm
 from scaletune.spec._errors import describe_validation_error
 from scaletune.spec._frozen import Frozen
 from scaletune.spec._names import (
@@ -299,7 +302,8 @@ class TuningJobSpec(Frozen):
                     raise InvalidInputError(
                         f"ranges.{name}: Grid search needs Categorical or Integer ranges"
                     )
-        self._check_against_algorithm()
+        if CLUSTER_SIZE in self.ranges:
+            self._check_cluster_sizes(self.ranges[CLUSTER_SIZE])
         return self
 
     @property
@@ -382,16 +386,16 @@ class TuningJobSpec(Frozen):
                 except ValueError as exc:
                     raise InvalidInputError(f"{where}: {exc}") from None
 
-    def _check_against_algorithm(self) -> None:
-        # Imported here: algorithms import this package for their own signatures.
-        from scaletune.algorithms import get_algorithm
-
-        algorithm = get_algorithm(self.training.algorithm)
+    def check_against(self, algorithm: Algorithm) -> None:
+        """What only the training job's algorithm knows: the names it takes, the values each
+        range's ends give, the metrics it reports, the cluster sizes it runs on (the loader
+        calls it once the model is built: this package does not import the algorithms)."""
+        algorithm.check(self.training)
         known = algorithm.hyperparameter_names()
         base = dict(self.training.hyperparameters)
         for name, parameter in self.ranges.items():
             if name == CLUSTER_SIZE:
-                self._check_cluster_sizes(parameter)
+                self._check_cluster_sizes_run(parameter, algorithm)
                 continue
             if known is not None and name not in known:
                 raise InvalidInputError(
@@ -457,6 +461,15 @@ class TuningJobSpec(Frozen):
         for value in _cluster_sizes(parameter):
             try:
                 self.trial_spec({CLUSTER_SIZE: value})
+            except InvalidInputError as exc:
+                raise InvalidInputError(
+                    f"ranges.{CLUSTER_SIZE}: {value!r} is not allowed: {exc}"
+                ) from None
+
+    def _check_cluster_sizes_run(self, parameter: Range, algorithm: Algorithm) -> None:
+        for value in _cluster_sizes(parameter):
+            try:
+                algorithm.check(self.trial_spec({CLUSTER_SIZE: value}))
             except InvalidInputError as exc:
                 raise InvalidInputError(
                     f"ranges.{CLUSTER_SIZE}: {value!r} is not allowed: {exc}"

@@ -41,41 +41,7 @@ if TYPE_CHECKING:
         StoredTuningSpec,
     )
 
-_WHERE = {
-    "StoreLocation": "_location",
-    "default_home": "_location",
-    "resolve_store": "_location",
-    "ChangeMark": "_browse",
-    "COMMAND_PATIENCE": "_patience",
-    "CONTROLLER_PATIENCE": "_patience",
-    "NO_WAIT": "_patience",
-    "Patience": "_patience",
-    "TrialOrder": "_queries",
-    "TrialRow": "_queries",
-    "TrialSortKey": "_queries",
-    "TuningTotals": "_queries",
-    "AttemptRecord": "_records",
-    "JobOutcome": "_records",
-    "JobStatus": "_records",
-    "MetricPoint": "_records",
-    "NewTrainingJob": "_records",
-    "NewTuningJob": "_records",
-    "RejectedMetric": "_records",
-    "Resize": "_records",
-    "resizes": "_records",
-    "TrainingJobRecord": "_records",
-    "TuningJobRecord": "_records",
-    "SCHEMA_VERSION": "_schema",
-    "Store": "_store",
-    "StoredConstraint": "_stored_specs",
-    "StoredHyperband": "_stored_specs",
-    "StoredObjective": "_stored_specs",
-    "StoredRange": "_stored_specs",
-    "StoredStart": "_stored_specs",
-    "StoredTrainingSpec": "_stored_specs",
-    "StoredTuningSpec": "_stored_specs",
-}
-__getattr__ = lazy_names(__name__, _WHERE)
+__getattr__ = lazy_names(__name__)
 __all__ = [
     "COMMAND_PATIENCE",
     "CONTROLLER_PATIENCE",

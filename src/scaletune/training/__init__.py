@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from scaletune._lazy import lazy_names
 
 if TYPE_CHECKING:
-    from scaletune.training._controller import PreparedJob, TrainingController, new_job_record
+    from scaletune.training._controller import TrainingController, new_job_record
     from scaletune.training._orphans import (
         controller_alive,
         process_alive,
@@ -17,25 +17,11 @@ if TYPE_CHECKING:
         staging_of,
     )
     from scaletune.training._paths import JobPaths
+    from scaletune.training._prepared import PreparedJob
     from scaletune.training._stopper import Stopper
     from scaletune.training._stopping import StopRequest, request_job_stop, request_tuning_stop
 
-_WHERE = {
-    "PreparedJob": "_controller",
-    "TrainingController": "_controller",
-    "new_job_record": "_controller",
-    "controller_alive": "_orphans",
-    "process_alive": "_orphans",
-    "reconcile_orphan": "_orphans",
-    "remove_scratch": "_orphans",
-    "staging_of": "_orphans",
-    "JobPaths": "_paths",
-    "Stopper": "_stopper",
-    "StopRequest": "_stopping",
-    "request_job_stop": "_stopping",
-    "request_tuning_stop": "_stopping",
-}
-__getattr__ = lazy_names(__name__, _WHERE)
+__getattr__ = lazy_names(__name__)
 __all__ = [
     "JobPaths",
     "PreparedJob",

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from scaletune.checkpoints import Checkpoint, CheckpointFolder, CheckpointPlan
 from scaletune.clock import Clock
@@ -14,13 +13,11 @@ from scaletune.cluster import Group, GroupRendezvous
 from scaletune.data import TableFiles
 from scaletune.spec import ShardingMode
 from scaletune.store import Store
+from scaletune.training._prepared import PreparedJob
 from scaletune.training._report_writer import ReportWriter
 from scaletune.training._staging import JobStaging
 from scaletune.training._stopper import Stopper
 from scaletune.worker import ChannelShard, Report, WorkerTask
-
-if TYPE_CHECKING:
-    from scaletune.training._controller import PreparedJob
 
 STOP_FILE = "stop"  # in the job's scratch folder: asks its workers to end at their next step
 

@@ -13,12 +13,11 @@ import shutil
 import socket
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
-from scaletune.algorithms import Algorithm, PreparedData, get_algorithm
+from scaletune.algorithms import get_algorithm
 from scaletune.checkpoints import Checkpoint, CheckpointFolder
 from scaletune.clock import Clock, SystemClock
 from scaletune.cluster import Backend, Group
@@ -53,6 +52,7 @@ from scaletune.training._attempt import (
 from scaletune.training._ids import new_job_id
 from scaletune.training._inherit import copy_checkpoint, read_inheritance
 from scaletune.training._paths import SCRATCH_PREFIX, JobPaths
+from scaletune.training._prepared import PreparedJob
 from scaletune.training._report_writer import ReportWriter, replay
 from scaletune.training._staging import JobStaging, check_writable
 from scaletune.training._stopper import Stopper
@@ -66,27 +66,6 @@ from scaletune.training._supervise import (
     supervise,
 )
 from scaletune.worker import Report
-
-
-@dataclass(frozen=True)
-class PreparedJob:
-    """A job whose inputs were checked and whose record exists (status Pending)."""
-
-    id: str
-    spec: TrainingJobSpec
-    algorithm: Algorithm
-    hyperparameters: BaseModel
-    data: PreparedData
-    paths: JobPaths
-    checkpoints: CheckpointFolder | None  # None: the job keeps none ([checkpoint] enabled=false)
-    reached_step: int | None = None  # resumed: the last step reported before, for steps redone
-    # Where the first attempt starts: checkpoint.start_from, copied (a new job), or the newest
-    # usable checkpoint of a job resumed before any attempt began (a PBT copy whose tuning
-    # controller died between creating it, inherited reports and all, and starting it).
-    starts_from: Checkpoint | None = None
-    # Workers that may train at once on a machine, this job's among them (a tuning job's
-    # parallel trials); None: this job's alone. Its workers share the cores accordingly.
-    concurrent_workers: int | None = None
 
 
 class TrainingController:
@@ -141,6 +120,7 @@ class TrainingController:
         self.tracking.check(spec.tracking)
         algorithm = get_algorithm(spec.algorithm)
         hyperparameters = algorithm.parse_hyperparameters(spec.hyperparameters)
+        algorithm.check_job(spec, hyperparameters)  # a trial's, say: built, not loaded
         data = algorithm.prepare_data(hyperparameters, load_channels(spec, self.datasets))
         check_writable(spec.cluster.staging, "cluster.staging")
         if spec.checkpoint.enabled:
@@ -206,6 +186,7 @@ class TrainingController:
         self.tracking.check(spec.tracking)
         algorithm = get_algorithm(spec.algorithm)
         hyperparameters = algorithm.parse_hyperparameters(spec.hyperparameters)
+        algorithm.check_job(spec, hyperparameters)  # a trial's, say: built, not loaded
         data = algorithm.prepare_data(hyperparameters, load_channels(spec, self.datasets))
         paths = JobPaths.for_job(self.jobs_dir, job_id, spec)
         job = PreparedJob(

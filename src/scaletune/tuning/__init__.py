@@ -36,30 +36,7 @@ if TYPE_CHECKING:
     from scaletune.tuning._tally import TuningProgress
     from scaletune.tuning._tuner import TuningController
 
-_WHERE = {
-    "HyperbandScheduler": "_hyperband",
-    "PromotionHyperband": "_hyperband",
-    "StoppingHyperband": "_hyperband",
-    "hyperband_scheduler": "_hyperband",
-    "notices": "_notices",
-    "Decision": "_schedulers",
-    "FIFOScheduler": "_schedulers",
-    "MedianStoppingScheduler": "_schedulers",
-    "Scheduler": "_schedulers",
-    "Verdict": "_schedulers",
-    "GridSearcher": "_searchers",
-    "OptunaSearcher": "_searchers",
-    "Searcher": "_searchers",
-    "Suggestion": "_searchers",
-    "TrialResult": "_searchers",
-    "bayesian_searcher": "_searchers",
-    "random_searcher": "_searchers",
-    "make_scheduler": "_strategy",
-    "make_searcher": "_strategy",
-    "TuningController": "_tuner",
-    "TuningProgress": "_tally",
-}
-__getattr__ = lazy_names(__name__, _WHERE)
+__getattr__ = lazy_names(__name__)
 __all__ = [
     "Decision",
     "FIFOScheduler",
