@@ -62,3 +62,23 @@ def xgboost_samplers_kept(ctx: WorkerContext) -> None:
 
     _program._fresh_samplers = lambda booster: None  # this worker process only
     _program.train_xgboost(ctx)
+
+
+def lightgbm_rank1_killed_at_round_37(ctx: WorkerContext) -> None:
+    """Built-in LightGBM whose rank 1 is killed (SIGKILL) as it reports round 37 of its first
+    attempt: a worker lost mid-job, as a machine that goes away loses it."""
+    import os
+    import signal
+
+    from scaletune.algorithms.lightgbm._program import train_lightgbm
+
+    if ctx.rank == 1 and ctx.task.attempt == 1:
+        report = ctx.report
+
+        def report_then_die(step: int, **metrics: float) -> None:
+            report(step, **metrics)
+            if step == 37:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+        ctx.report = report_then_die  # type: ignore[method-assign]
+    train_lightgbm(ctx)

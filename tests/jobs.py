@@ -14,15 +14,16 @@ from scaletune.api import Session
 from scaletune.cluster import Group
 from scaletune.spec import TrainingJobSpec
 from scaletune.store import TrainingJobRecord
-from scaletune.worker import WorkerProgram
+from scaletune.worker import RendezvousNeeds, WorkerProgram
 
 
 class ProgramOverride(Algorithm):
     def __init__(self, algorithm: Algorithm, program: WorkerProgram) -> None:
         self._algorithm, self._program = algorithm, program
+        self.name = algorithm.name  # type: ignore[misc]
 
-    def wants_xgboost_tracker(self, spec: TrainingJobSpec) -> bool:
-        return self._algorithm.wants_xgboost_tracker(spec)
+    def rendezvous_needs(self, spec: TrainingJobSpec) -> RendezvousNeeds:
+        return self._algorithm.rendezvous_needs(spec)
 
     def full_resource(self, hyperparameters: BaseModel) -> int | None:
         return self._algorithm.full_resource(hyperparameters)

@@ -131,14 +131,14 @@ def test_data_is_recorded_as_given_and_jobs_resolve_it(
 ) -> None:
     from scaletune.cli._experiment import _data
     from scaletune.experiment._plans import plan_for
-    from scaletune.spec import AlgorithmName, training_spec_from_dict
+    from scaletune.spec import training_spec_from_dict
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "bank.csv").write_text("x\n")
     given = _data(Path("data/bank.csv"))
     assert given == Path("data/bank.csv")  # reports carry no machine's absolute path
-    plan = plan_for(AlgorithmName.XGBOOST, given)
+    plan = plan_for("xgboost", given)
     assert plan.channels["train"]["dataset_file"] == "data/bank.csv"
     spec = training_spec_from_dict(
         {

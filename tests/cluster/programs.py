@@ -269,3 +269,21 @@ def report_parent_and_imports(ctx: WorkerContext) -> None:
     """Whether the preloaded module was imported before this process existed (a fork
     inherits it), and which process started this one."""
     ctx.report(1, parent=float(os.getppid()), preloaded=float("colorsys" in sys.modules))
+
+
+def lightgbm_rank1_killed_at_round_7(ctx: WorkerContext) -> None:
+    """Built-in LightGBM whose rank 1 is killed (SIGKILL) at round 7 of its first attempt."""
+    from scaletune.algorithms.lightgbm._program import train_lightgbm
+
+    if ctx.rank == 1 and ctx.task.attempt == 1:
+        _at_round(ctx, 7, _signal_self(signal.SIGKILL))
+    train_lightgbm(ctx)
+
+
+def lightgbm_held_at_round_5_until_stopped(ctx: WorkerContext) -> None:
+    """Built-in LightGBM whose first attempt waits after round 5 until a stop is asked."""
+    from scaletune.algorithms.lightgbm._program import train_lightgbm
+
+    if ctx.task.attempt == 1:
+        _at_round(ctx, 5, lambda: _wait_for_stop(ctx))
+    train_lightgbm(ctx)

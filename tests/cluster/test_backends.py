@@ -89,6 +89,25 @@ def test_a_three_worker_xgboost_job_completes_with_metrics_model_and_billing(
     assert record.billable_seconds == pytest.approx(3 * (record.wall_seconds or 0))
 
 
+def test_a_two_worker_lightgbm_job_meets_on_its_own_network(backend_session: Session) -> None:
+    channel = {"dataset": "breast-cancer"}
+    spec = training_spec_from_dict(
+        {
+            "algorithm": "lightgbm",
+            "instance_count": 2,
+            "hyperparameters": {"num_boost_round": 5, "num_leaves": 7, "metric": ["auc"]},
+            "channels": {"train": channel, "validation": channel},
+        }
+    )
+    record = _run(backend_session, spec)
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    steps = [p.step for p in backend_session.store.metrics(record.id, "validation:auc")]
+    assert steps == [1, 2, 3, 4, 5]
+    assert record.final_metrics["validation:auc"] > 0.95
+    model = (Path(record.artifact or "") / "lightgbm-model.txt").read_text()
+    assert "[tree_learner: data]" in model and "[num_machines: 2]" in model  # one network
+
+
 @pytest.mark.parametrize(
     ("strategy", "distribution"),
     [("allreduce", {}), ("parameter_server", {}), ("parameter_server", {"mode": "async"})],

@@ -12,7 +12,6 @@ import pytest
 from scaletune.api import Session
 from scaletune.experiment import ExperimentProgress, convergence_report, plan_for, run_convergence
 from scaletune.experiment._figures import best_so_far
-from scaletune.spec import AlgorithmName
 from scaletune.store import JobStatus, TrainingJobRecord
 
 
@@ -29,7 +28,7 @@ def _check_report(folder: Path, tables: int, pictures: int) -> str:
 
 
 def test_xgboost_experiment_with_a_cluster_size_sweep(session: Session, tmp_path: Path) -> None:
-    plan = plan_for(AlgorithmName.XGBOOST, None, max_jobs=4, max_parallel_jobs=2)
+    plan = plan_for("xgboost", None, max_jobs=4, max_parallel_jobs=2)
     progress: list[ExperimentProgress] = []
     result = run_convergence(session, plan, [2, 3], seed=0, on_progress=progress.append)
     assert sorted(result.static) == [1, 2, 3] and result.workers == 3
@@ -57,7 +56,7 @@ def test_xgboost_experiment_with_a_cluster_size_sweep(session: Session, tmp_path
 
 
 def test_dnn_experiment(session: Session, tmp_path: Path) -> None:
-    plan = plan_for(AlgorithmName.DNN, None, max_jobs=3, max_parallel_jobs=1)
+    plan = plan_for("dnn", None, max_jobs=3, max_parallel_jobs=1)
     result = run_convergence(session, plan, [2], seed=0)
     assert result.static[2].record.spec["distribution"]["mode"] == "async"
     assert len(result.static[1].curve) == plan.hyperparameters["epochs"]

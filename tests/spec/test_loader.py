@@ -32,7 +32,7 @@ def _csv_job(tmp_path: Path, extra: str = "") -> Path:
 
 def test_reference_example_loads_with_typed_values(bank_marketing_file: Path) -> None:
     spec = load_training_spec(EXAMPLES / "xgboost-bank-marketing.toml")
-    assert spec.algorithm is AlgorithmName.XGBOOST
+    assert spec.algorithm == AlgorithmName.XGBOOST
     assert spec.instance_count == 3
     assert spec.hyperparameters["num_round"] == 150
     train = spec.channels[ChannelName.TRAIN]
@@ -74,8 +74,9 @@ def test_relative_paths_are_relative_to_the_job_file(tmp_path: Path) -> None:
             "instance_count: Input should be greater than or equal to 1 (got 0)",
         ),
         (
-            ["algorithm=lightgbm"],
-            "algorithm: Input should be 'xgboost', 'dnn' or 'script' (got 'lightgbm')",
+            ["algorithm=catboost"],
+            "algorithm 'catboost': not a built-in (xgboost, dnn, lightgbm, script) nor one an "
+            "installed package adds through the 'scaletune.algorithms' entry points",
         ),
         (["hyperparameters.eta=2"], "hyperparameters.eta: Input should be less than or equal to 1"),
         (

@@ -113,6 +113,32 @@ def test_a_job_is_one_run_with_params_metrics_tags_and_its_xgboost_model(
     assert np.array_equal(logged.predict(rows), own.predict(rows))
 
 
+def test_a_lightgbm_job_logs_its_model_in_mlflows_lightgbm_flavour(
+    session: Session, mlflow_server: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    import lightgbm
+    import mlflow.lightgbm
+
+    experiment = request.node.name
+    spec = _spec(
+        mlflow_server,
+        experiment,
+        algorithm="lightgbm",
+        hyperparameters={"num_boost_round": 4, "num_leaves": 7, "metric": ["auc"]},
+    )
+    record = run_job(session, spec)
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    session.controller.tracking.flush(30)
+    client = MlflowClient(mlflow_server)
+    run = _run_of(client, experiment, record.id)
+    assert run.data.tags["scaletune.algorithm"] == "lightgbm"
+    local = client.download_artifacts(run.info.run_id, "model", str(tmp_path))
+    logged = mlflow.lightgbm.load_model(local)
+    own = lightgbm.Booster(model_file=str(Path(record.artifact or "", "lightgbm-model.txt")))
+    rows = np.random.default_rng(0).normal(size=(5, 30))
+    assert np.array_equal(logged.predict(rows), own.predict(rows))
+
+
 def test_a_retried_job_stays_one_run(
     session: Session, mlflow_server: str, request: pytest.FixtureRequest
 ) -> None:

@@ -16,7 +16,7 @@ from scaletune.errors import InvalidInputError
 from scaletune.spec import TrainingJobSpec, training_spec_from_dict
 from scaletune.store import JobStatus, TrainingJobRecord
 from scaletune.training import Stopper, reconcile_orphan
-from scaletune.worker import WorkerProgram
+from scaletune.worker import RendezvousNeeds, WorkerProgram
 from tests.cluster import programs
 from tests.conftest import pid_alive, wait_until
 
@@ -46,8 +46,8 @@ class _ProgramOverride(XGBoostAlgorithm):
     def program(self) -> WorkerProgram:
         return self._program
 
-    def wants_xgboost_tracker(self, spec: TrainingJobSpec) -> bool:
-        return self._tracker and super().wants_xgboost_tracker(spec)
+    def rendezvous_needs(self, spec: TrainingJobSpec) -> RendezvousNeeds:
+        return RendezvousNeeds(collective_tracker=self._tracker)
 
 
 def _run_in_thread(session: Session, spec: TrainingJobSpec, program: WorkerProgram | None = None):

@@ -165,6 +165,36 @@ def test_an_xgboost_job_shrunk_by_a_lost_worker_ends_with_the_fixed_size_auc(
     )
 
 
+def test_a_lightgbm_job_shrunk_by_a_lost_worker_grows_the_same_trees(
+    elastic: Session, capacity: SlotsFile
+) -> None:
+    raw = {
+        **_xgboost(instance_count={"min": 2, "max": 3}),
+        "algorithm": "lightgbm",
+        "hyperparameters": {"num_boost_round": 12, "num_leaves": 7, "metric": ["auc"]},
+    }
+    plain = _run(elastic, {**raw, "instance_count": 3}, Script())
+    script = Script()
+
+    def preempt() -> None:
+        capacity.write(2)
+        script.kill(2)()
+
+    script.at(1, 6, preempt)
+    record = _run(elastic, raw, script)
+
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    attempts = elastic.store.attempts.of(record.id)
+    assert [a.size for a in attempts] == [3, 2]
+    assert attempts[1].resumed_from_step == 4
+    steps = [p.step for p in elastic.store.metrics(record.id, "validation:auc")]
+    assert steps == list(range(1, 13))
+    # Bins from the whole channel at every size, and LightGBM's data-parallel learner alike
+    # on 2 workers as on 3: the same trees as the job that kept its 3.
+    models = [Path(r.artifact or "", "lightgbm-model.txt").read_text() for r in (plain, record)]
+    assert models[0].split("end of trees")[0] == models[1].split("end of trees")[0]
+
+
 def test_a_size_asked_for_by_hand_is_taken_at_the_next_checkpoint(elastic: Session) -> None:
     script = Script()
     job_ids: list[str] = []

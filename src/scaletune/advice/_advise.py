@@ -15,7 +15,7 @@ from scaletune.advice._measure import (
 from scaletune.advice._predict import Advice, elastic_range, predict
 from scaletune.diagnostics import GNS_METRIC
 from scaletune.errors import InvalidInputError
-from scaletune.spec import AlgorithmName, TrainingJobSpec
+from scaletune.spec import TrainingJobSpec
 from scaletune.store import Store, TrainingJobRecord
 
 
@@ -92,15 +92,16 @@ def advise_job(
 def _noise_scale(
     record: TrainingJobRecord, probes: Sequence[TrainingJobRecord]
 ) -> tuple[float | None, int | None]:
-    """The classifier's gradient noise scale (measured by a run of 2 workers or more: the job's
-    own, else a probe's) and its per-worker batch; None for other algorithms."""
-    if record.algorithm != AlgorithmName.DNN.value:
+    """The gradient noise scale (measured by a run of 2 workers or more: the job's own, else a
+    probe's) and the examples a worker's step trains on; None where the algorithm measures
+    none or its steps have no batch."""
+    from scaletune.algorithms import get_algorithm
+
+    batch = get_algorithm(record.algorithm).examples_per_worker_step(record.hyperparameters)
+    if batch is None:
         return None, None
     for run in (record, *probes):
         if GNS_METRIC in run.final_metrics:
-            batch = int(record.hyperparameters.get("batch_size", 64)) * int(
-                record.hyperparameters.get("gradient_accumulation_steps", 1)
-            )
             return run.final_metrics[GNS_METRIC], batch
     return None, None
 
@@ -113,7 +114,7 @@ def probe_spec(record: TrainingJobRecord, workers: int, steps: int) -> TrainingJ
     name = get_algorithm(spec.algorithm).steps_hyperparameter
     if name is None:
         raise InvalidInputError(
-            f"--probe: a {spec.algorithm.value} job has no step count scaletune can shorten; "
+            f"--probe: a {spec.algorithm} job has no step count scaletune can shorten; "
             "run it on another size yourself and pass that job with --probe-job"
         )
     if steps < 3:

@@ -1,24 +1,8 @@
-"""Built-in worker programs, found by name."""
+"""Algorithms, found by name: the built-ins and those installed packages add."""
 
 from __future__ import annotations
 
 from scaletune.algorithms._base import Algorithm, PreparedData
-from scaletune.spec import AlgorithmName
+from scaletune.algorithms._registry import ENTRY_POINT_GROUP, algorithm_names, get_algorithm
 
-__all__ = ["Algorithm", "PreparedData", "get_algorithm"]
-
-
-def get_algorithm(name: AlgorithmName) -> Algorithm:
-    if name is AlgorithmName.XGBOOST:
-        from scaletune.algorithms.xgboost import XGBoostAlgorithm
-
-        return XGBoostAlgorithm()
-    if name is AlgorithmName.DNN:
-        from scaletune.algorithms.dnn import DNNAlgorithm
-
-        return DNNAlgorithm()
-    if name is AlgorithmName.SCRIPT:
-        from scaletune.algorithms.script import ScriptAlgorithm
-
-        return ScriptAlgorithm()
-    raise AssertionError(f"no algorithm registered for {name!r}")  # the enum is exhaustive
+__all__ = ["ENTRY_POINT_GROUP", "Algorithm", "PreparedData", "algorithm_names", "get_algorithm"]

@@ -1,10 +1,14 @@
-"""What a built-in algorithm provides: its hyperparameters, checks, data preparation, program."""
+"""What an algorithm provides: its hyperparameters, checks, data preparation, program, and all
+that the rest of scaletune needs to know of it (its steps' name, its checkpoints, its
+rendezvous, its MLflow flavour, its notes for tuning), so that nothing outside `algorithms/`
+asks which algorithm a job runs."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ValidationError
@@ -13,8 +17,9 @@ from scaletune.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from scaletune.data import Table
-    from scaletune.spec import ChannelName, TrainingJobSpec
-    from scaletune.worker import WorkerProgram
+    from scaletune.data._table import FloatArray
+    from scaletune.spec import ChannelName, TrainingJobSpec, TuningJobSpec
+    from scaletune.worker import RendezvousNeeds, WorkerProgram
 
 
 @dataclass(frozen=True)
@@ -28,14 +33,29 @@ class PreparedData:
 
 
 class Algorithm(ABC):
+    """One algorithm. Built-ins are found by name (`algorithms.get_algorithm`); a package adds
+    one through the `scaletune.algorithms` entry-point group, naming its subclass."""
+
+    name: ClassVar[str]  # `algorithm = "..."` in a job file
     hyperparameters_type: ClassVar[type[BaseModel]]
-    needs_xgboost_tracker: ClassVar[bool] = False
     # The hyperparameter that sets how many steps a job runs (rounds, epochs), where there is one.
     steps_hyperparameter: ClassVar[str | None] = None
+    step_name: ClassVar[str] = "step"  # what one step is called in reports and pictures
+    # Whether a checkpoint holds each worker's own state (its place in its shard, say): then
+    # another job goes on from it only on as many workers.
+    checkpoints_per_worker: ClassVar[bool] = False
+    # A user's script may read its data itself; a built-in trains on the train channel.
+    needs_train_channel: ClassVar[bool] = True
+    takes_script: ClassVar[bool] = False  # a [script] table: what to launch
+    # Whether scaletune can score rows with its published model (batch prediction): a user's
+    # script saves whatever it likes, which only the script can read.
+    predicts: ClassVar[bool] = False
 
-    def wants_xgboost_tracker(self, spec: TrainingJobSpec) -> bool:
-        """Whether the controller starts XGBoost's tracker for this job's workers."""
-        return self.needs_xgboost_tracker
+    def rendezvous_needs(self, spec: TrainingJobSpec) -> RendezvousNeeds:
+        """What this job's workers meet through, beyond rank 0's address."""
+        from scaletune.worker import RendezvousNeeds
+
+        return RendezvousNeeds()
 
     def parse_hyperparameters(self, raw: Mapping[str, Any]) -> BaseModel:
         from scaletune.spec import describe_validation_error
@@ -47,7 +67,17 @@ class Algorithm(ABC):
 
     def check(self, spec: TrainingJobSpec) -> None:
         """Refuse a job this algorithm cannot run, naming the bad value."""
+        self.check_inputs(spec)
         self.check_job(spec, self.parse_hyperparameters(spec.hyperparameters))
+
+    def check_inputs(self, spec: TrainingJobSpec) -> None:
+        """Its channels and its [script] table, as this algorithm takes them."""
+        from scaletune.spec import ChannelName
+
+        if self.needs_train_channel and ChannelName.TRAIN not in spec.channels:
+            raise InvalidInputError("channels: missing channel 'train'")
+        if spec.script is not None and not self.takes_script:
+            raise InvalidInputError(f"[script] goes with algorithm 'script', not {self.name!r}")
 
     def check_job(self, spec: TrainingJobSpec, hyperparameters: BaseModel) -> None:  # noqa: B027
         """Checks across spec and hyperparameters; none by default."""
@@ -72,6 +102,29 @@ class Algorithm(ABC):
         """The names it takes; None where any name goes (a user's script)."""
         fields = self.hyperparameters_type.model_fields
         return frozenset(field.alias or name for name, field in fields.items())
+
+    def examples_per_worker_step(self, hyperparameters: Mapping[str, object]) -> int | None:
+        """The examples one worker's step trains on (its batch), where a step has a batch:
+        the gradient noise scale is measured in such examples."""
+        return None
+
+    def save_mlflow_model(self, model_dir: Path, target: Path) -> bool:
+        """Save the published model in `model_dir` as an MLflow model at `target`, in its own
+        flavour; False where it has none (its files are logged as they are)."""
+        return False
+
+    def tuning_notices(self, spec: TuningJobSpec) -> list[str]:
+        """Lines worth reading before a tuning job over this algorithm runs."""
+        return []
+
+    def model_width(self, model_dir: Path) -> int:
+        """The feature columns its published model takes (where `predicts`)."""
+        raise NotImplementedError(f"algorithm {self.name!r} does not predict")
+
+    def predict(self, model_dir: Path, features: FloatArray) -> FloatArray:
+        """Its published model's predictions for these rows, one row each, in their order:
+        a probability of the positive class, each class's, or a value (where `predicts`)."""
+        raise NotImplementedError(f"algorithm {self.name!r} does not predict")
 
     @property
     @abstractmethod

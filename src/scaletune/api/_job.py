@@ -5,15 +5,23 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from scaletune.api._notebook import job_html, show_records_as_html
 from scaletune.api._waiting import wait_showing
+from scaletune.data import Table
 from scaletune.store import AttemptRecord, Store, StoreLocation, TrainingJobRecord
 from scaletune.training import Stopper, reconcile_orphan, request_job_stop
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from scaletune.cluster import Backend
+    from scaletune.data._table import FloatArray
+    from scaletune.training import Predictions
 
 
 class TrainingJob:
@@ -60,6 +68,37 @@ class TrainingJob:
         )
         frame["time"] = pd.to_datetime(frame["time"], unit="s", utc=True)
         return frame
+
+    def predict(
+        self,
+        data: str | Path | Table | FloatArray,
+        *,
+        instance_count: int = 1,
+        backend: Backend | None = None,
+    ) -> Predictions:
+        """Score rows with this job's model (batch prediction): a CSV path or URL in a
+        channel's format, a built-in dataset (`"breast-cancer"`, its test split, or
+        `"digits:validation"`), a Table or a feature matrix. With `instance_count` above 1
+        the rows are split over that many workers of `backend` (by default a local one,
+        started for the call) and come back in their order."""
+        from scaletune.training import BatchPredictor, read_input
+
+        if isinstance(data, Table):
+            table = data
+        elif isinstance(data, str | Path):
+            table = read_input(str(data))
+        else:
+            features = np.asarray(data, dtype=np.float32)
+            table = Table(features, np.zeros(len(features), np.float32), "an array")
+        if backend is not None or instance_count == 1:
+            predictor = BatchPredictor(self._store, backend)
+            return predictor.predict(self.id, table, instance_count=instance_count)
+        from scaletune.cluster import LocalBackend
+
+        with LocalBackend() as local:
+            return BatchPredictor(self._store, local).predict(
+                self.id, table, instance_count=instance_count
+            )
 
     def wait(self, timeout: float | None = None) -> TrainingJobRecord:
         """Block until the job ends; Ctrl-C while waiting stops the job. In a notebook, one

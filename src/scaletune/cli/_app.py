@@ -34,6 +34,7 @@ from scaletune.cli._options import (
     open_store,
     out,
 )
+from scaletune.cli._predict import predict
 from scaletune.cli._render import job_summary, jobs_table, print_table
 from scaletune.cli._stdout import print_json
 from scaletune.cli._tuning import tune, tuning_app
@@ -71,6 +72,7 @@ app.add_typer(tuning_app, name="tuning")
 app.add_typer(experiment_app, name="experiment")
 app.command("report")(report)
 app.command("advise")(advise)
+app.command("predict")(predict)
 
 
 @app.command()

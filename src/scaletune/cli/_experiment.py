@@ -17,7 +17,6 @@ from scaletune.errors import InvalidInputError
 
 if TYPE_CHECKING:  # the experiment (matplotlib, the training stack) loads when a command runs
     from scaletune.experiment import ExperimentProgress, Report
-    from scaletune.spec import AlgorithmName
 
 experiment_app = typer.Typer(no_args_is_help=True, help="Reproduce the reference's experiments.")
 
@@ -39,14 +38,13 @@ def parse_workers(text: str) -> list[int]:
     return sizes
 
 
-def _algorithm(text: str) -> AlgorithmName:
-    from scaletune.spec import AlgorithmName
+def _algorithm(text: str) -> str:
+    from scaletune.experiment._plans import EXPERIMENT_ALGORITHMS
 
-    try:
-        return AlgorithmName(text)
-    except ValueError:
-        choices = ", ".join(repr(a.value) for a in AlgorithmName)
-        raise InvalidInputError(f"--algorithm {text!r}: choose one of {choices}") from None
+    if text not in EXPERIMENT_ALGORITHMS:
+        choices = ", ".join(repr(name) for name in EXPERIMENT_ALGORITHMS)
+        raise InvalidInputError(f"--algorithm {text!r}: choose one of {choices}")
+    return text
 
 
 def _data(path: Path | None) -> Path | None:
@@ -138,7 +136,7 @@ def convergence(
         raise InvalidInputError(
             f"--max-parallel-jobs {max_parallel_jobs} is more than --max-jobs {max_jobs}"
         )
-    target = out_dir or Path("scaletune-results") / f"convergence-{plan.algorithm.value}"
+    target = out_dir or Path("scaletune-results") / f"convergence-{plan.algorithm}"
     with Session(store) as session, _Display() as display:
         result = run_convergence(session, plan, sizes, seed=seed, on_progress=display)
     report = convergence_report(result)

@@ -4,6 +4,7 @@ billable cost over every run, and their pictures."""
 
 from __future__ import annotations
 
+from scaletune.algorithms import get_algorithm
 from scaletune.analysis._pareto import Direction, pareto_front
 from scaletune.store import JobStatus
 
@@ -31,13 +32,12 @@ def convergence_report(result: ExperimentResult) -> Report:
     metric, label = plan.objective_metric, plan.metric_label
     one, many = result.static[1], result.static[n]
     hyperband, plain = result.hyperband.summary, result.without_early_stopping.summary
-    step_name = "epoch" if plan.algorithm.value == "dnn" else "boosting round"
+    step_name = get_algorithm(plan.algorithm).step_name
     dataset = plan.dataset.value + (f" ({plan.dataset_file})" if plan.dataset_file else "")
     report = Report(
-        title=f"Convergence experiment: {plan.algorithm.value} on {plan.dataset.value}, "
-        f"1 vs {n} workers",
+        title=f"Convergence experiment: {plan.algorithm} on {plan.dataset.value}, 1 vs {n} workers",
         intro=(
-            f"The same {plan.algorithm.value} job with the same (naive, one-worker) settings on "
+            f"The same {plan.algorithm} job with the same (naive, one-worker) settings on "
             f"1 and {n} workers, then a Hyperband tuning job for the {n}-worker job, the same "
             f"search without early stopping, and the best tuned settings retrained on {n} "
             f"workers and scored on the held-out test set. Data: {dataset}. Seed "
@@ -217,7 +217,7 @@ def convergence_report(result: ExperimentResult) -> Report:
             )
         )
     report.configuration = {
-        "algorithm": plan.algorithm.value,
+        "algorithm": plan.algorithm,
         "dataset": plan.dataset.value,
         "dataset_file": str(plan.dataset_file) if plan.dataset_file else None,
         "workers": n,

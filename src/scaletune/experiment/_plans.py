@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from scaletune.algorithms.xgboost import REFERENCE_HYPERPARAMETERS
-from scaletune.spec import AlgorithmName, BuiltinDataset
+from scaletune.spec import BuiltinDataset
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class TransferPlan:
 
 @dataclass(frozen=True)
 class ExperimentPlan:
-    algorithm: AlgorithmName
+    algorithm: str
     dataset: BuiltinDataset
     dataset_file: Path | None
     hyperparameters: dict[str, Any]  # the naive (1-worker) settings every static run uses
@@ -123,7 +123,7 @@ _DNN_RANGES: dict[str, dict[str, Any]] = {
 
 
 def plan_for(
-    algorithm: AlgorithmName,
+    algorithm: str,
     data: Path | None,
     *,
     max_jobs: int | None = None,
@@ -131,52 +131,7 @@ def plan_for(
 ) -> ExperimentPlan:
     """The reference's experiment on real data when `data` is given (bank marketing's CSV,
     MNIST's folder), else a small one on a dataset scikit-learn ships (offline)."""
-    if algorithm is AlgorithmName.XGBOOST:
-        full = data is not None
-        plan = ExperimentPlan(
-            algorithm=algorithm,
-            dataset=BuiltinDataset.BANK_MARKETING if full else BuiltinDataset.BREAST_CANCER,
-            dataset_file=data,
-            hyperparameters=dict(REFERENCE_HYPERPARAMETERS)
-            if full
-            else {**REFERENCE_HYPERPARAMETERS, "num_round": 50, "max_bin": 16},
-            distribution={"strategy": "allreduce"},
-            objective_metric="validation:auc",
-            test_metric="test:auc",
-            ranges=_XGBOOST_RANGES
-            if full
-            else {
-                **_XGBOOST_RANGES,
-                "num_round": {"type": "Integer", "min_value": 20, "max_value": 60},
-            },
-            min_resource=1,
-            max_resource=200 if full else 60,
-            max_jobs=30 if full else 12,
-            max_parallel_jobs=4 if full else 2,
-            reference=XGBOOST_REFERENCE,
-        )
-    else:
-        full = data is not None
-        plan = ExperimentPlan(
-            algorithm=algorithm,
-            dataset=BuiltinDataset.MNIST if full else BuiltinDataset.DIGITS,
-            dataset_file=data,
-            hyperparameters=DNN_NAIVE
-            if full
-            else {**DNN_NAIVE, "batch_size": 32, "hidden_units": 64},
-            # The reference's server: stale gradients applied as they come, the momentum asked
-            # for kept (scaletune's default takes off what asynchrony adds).
-            distribution=REFERENCE_ASYNC_SERVER,
-            objective_metric="validation:accuracy",
-            test_metric="test:accuracy",
-            ranges=_DNN_RANGES,
-            min_resource=1,
-            max_resource=int(DNN_NAIVE["epochs"]),
-            max_jobs=20 if full else 8,
-            max_parallel_jobs=2,
-            reference=DNN_REFERENCE,
-            transfer=ADASCALE_TRANSFER,
-        )
+    plan = _PLANS[algorithm](data)
     return ExperimentPlan(
         **{
             **plan.__dict__,
@@ -184,3 +139,56 @@ def plan_for(
             "max_parallel_jobs": max_parallel_jobs or plan.max_parallel_jobs,
         }
     )
+
+
+def _xgboost_plan(data: Path | None) -> ExperimentPlan:
+    full = data is not None
+    return ExperimentPlan(
+        algorithm="xgboost",
+        dataset=BuiltinDataset.BANK_MARKETING if full else BuiltinDataset.BREAST_CANCER,
+        dataset_file=data,
+        hyperparameters=dict(REFERENCE_HYPERPARAMETERS)
+        if full
+        else {**REFERENCE_HYPERPARAMETERS, "num_round": 50, "max_bin": 16},
+        distribution={"strategy": "allreduce"},
+        objective_metric="validation:auc",
+        test_metric="test:auc",
+        ranges=_XGBOOST_RANGES
+        if full
+        else {
+            **_XGBOOST_RANGES,
+            "num_round": {"type": "Integer", "min_value": 20, "max_value": 60},
+        },
+        min_resource=1,
+        max_resource=200 if full else 60,
+        max_jobs=30 if full else 12,
+        max_parallel_jobs=4 if full else 2,
+        reference=XGBOOST_REFERENCE,
+    )
+
+
+def _dnn_plan(data: Path | None) -> ExperimentPlan:
+    full = data is not None
+    return ExperimentPlan(
+        algorithm="dnn",
+        dataset=BuiltinDataset.MNIST if full else BuiltinDataset.DIGITS,
+        dataset_file=data,
+        hyperparameters=DNN_NAIVE if full else {**DNN_NAIVE, "batch_size": 32, "hidden_units": 64},
+        # The reference's server: stale gradients applied as they come, the momentum asked
+        # for kept (scaletune's default takes off what asynchrony adds).
+        distribution=REFERENCE_ASYNC_SERVER,
+        objective_metric="validation:accuracy",
+        test_metric="test:accuracy",
+        ranges=_DNN_RANGES,
+        min_resource=1,
+        max_resource=int(DNN_NAIVE["epochs"]),
+        max_jobs=20 if full else 8,
+        max_parallel_jobs=2,
+        reference=DNN_REFERENCE,
+        transfer=ADASCALE_TRANSFER,
+    )
+
+
+# The reference's two experiments, by the algorithm each runs.
+_PLANS = {"xgboost": _xgboost_plan, "dnn": _dnn_plan}
+EXPERIMENT_ALGORITHMS = tuple(_PLANS)

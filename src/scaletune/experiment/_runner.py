@@ -181,7 +181,7 @@ def _training(
     distribution: dict[str, Any],
 ) -> dict[str, Any]:
     return {
-        "algorithm": plan.algorithm.value,
+        "algorithm": plan.algorithm,
         "instance_count": size,
         "hyperparameters": hyperparameters,
         "distribution": distribution,

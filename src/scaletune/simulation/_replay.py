@@ -18,7 +18,6 @@ from scaletune.errors import InvalidInputError
 from scaletune.simulation._curves import Curve, CurvePoint
 from scaletune.simulation._simulate import simulate_tuning
 from scaletune.spec import (
-    AlgorithmName,
     ParameterRange,
     TuningJobSpec,
     apply_override,
@@ -131,7 +130,7 @@ def _curve_of(
 def _full_resource(trial: TrainingJobRecord, reports: list[CurvePoint]) -> int | None:
     """The algorithm's word where it knows; else a trial that ended by itself shows it."""
     try:
-        algorithm = get_algorithm(AlgorithmName(trial.algorithm))
+        algorithm = get_algorithm(trial.algorithm)
         known = algorithm.full_resource(algorithm.parse_hyperparameters(trial.hyperparameters))
     except (ValueError, InvalidInputError):
         known = None

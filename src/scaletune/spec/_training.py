@@ -38,8 +38,11 @@ def is_url(location: object) -> bool:
 
 
 class AlgorithmName(StrEnum):
+    """The built-in algorithms' names (a plug-in adds its own: `algorithms.get_algorithm`)."""
+
     XGBOOST = "xgboost"
     DNN = "dnn"
+    LIGHTGBM = "lightgbm"
     SCRIPT = "script"  # the user's own program, launched once per worker
 
 
@@ -343,7 +346,8 @@ _NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,47})$")
 
 class TrainingJobSpec(Frozen):
     name: str | None = None
-    algorithm: AlgorithmName
+    # A built-in's name (AlgorithmName) or a plug-in's: the loader finds it once built.
+    algorithm: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,47}$")
     hyperparameters: dict[str, HyperparameterValue] = Field(default_factory=dict)
     instance_count: int = Field(
         default=1,
@@ -401,10 +405,8 @@ class TrainingJobSpec(Frozen):
         return {**data, "instance_count": table["max"], "min_instance_count": table["min"]}
 
     @model_validator(mode="after")
-    def _train_required(self) -> TrainingJobSpec:
-        # A user's script may read its data itself; built-in algorithms need a train channel.
-        if self.algorithm is not AlgorithmName.SCRIPT and ChannelName.TRAIN not in self.channels:
-            raise ValueError("channels: missing channel 'train'")
+    def _script_settings(self) -> TrainingJobSpec:
+        # Which channels and whether a [script] table the algorithm takes: its own check.
         if self.script is not None and self.script.metrics_rank >= self.min_workers:
             raise ValueError(
                 f"script.metrics_rank={self.script.metrics_rank} but instance_count="
@@ -412,7 +414,7 @@ class TrainingJobSpec(Frozen):
                 f"to {self.min_workers - 1}"
             )
         servers = self.distribution.parameter_servers
-        if self.algorithm is AlgorithmName.SCRIPT and (
+        if self.script is not None and (
             self.distribution.strategy is DistributionStrategy.PARAMETER_SERVER
         ):
             if servers is None:
@@ -421,7 +423,7 @@ class TrainingJobSpec(Frozen):
                     "'parameter_server' runs TensorFlow's ParameterServerStrategy; say how "
                     "many parameter-server tasks it needs (1 or more)"
                 )
-            if self.script is not None and self.script.metrics_rank != 0:
+            if self.script.metrics_rank != 0:
                 raise ValueError(
                     f"script.metrics_rank={self.script.metrics_rank}: under "
                     "ParameterServerStrategy the chief (rank 0) runs the training loop"
@@ -431,12 +433,6 @@ class TrainingJobSpec(Frozen):
                 f"distribution.parameter_servers={servers} is for script jobs with strategy "
                 "'parameter_server' (TensorFlow); the built-in dnn's parameter server runs "
                 "in rank 0's process"
-            )
-        if (self.algorithm is AlgorithmName.SCRIPT) != (self.script is not None):
-            raise ValueError(
-                "algorithm 'script' needs a [script] table with entry_point"
-                if self.script is None
-                else f"[script] goes with algorithm 'script', not {self.algorithm.value!r}"
             )
         return self
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import Field, ValidationError, model_validator
 
 from scaletune.errors import InvalidInputError
 
 if TYPE_CHECKING:
-    from scaletune.algorithms import Algorithm
+    from pydantic import BaseModel
 from scaletune.spec._errors import describe_validation_error
 from scaletune.spec._frozen import Frozen
 from scaletune.spec._names import (
@@ -151,6 +151,21 @@ class WarmStartSpec(Frozen):
 
     parents: list[str] = Field(min_length=1, max_length=5)
     type: WarmStartType = WarmStartType.IDENTICAL_DATA_AND_ALGORITHM
+
+
+class AlgorithmChecks(Protocol):
+    """What a tuning job's checks ask of its training job's algorithm (`algorithms.Algorithm`
+    has it; named here so that this package imports no algorithm)."""
+
+    def check(self, spec: TrainingJobSpec) -> None: ...
+
+    def hyperparameter_names(self) -> frozenset[str] | None: ...
+
+    def parse_hyperparameters(self, raw: Mapping[str, Any]) -> BaseModel: ...
+
+    def reported_metrics(
+        self, spec: TrainingJobSpec, hyperparameters: BaseModel
+    ) -> frozenset[str] | None: ...
 
 
 class TuningJobSpec(Frozen):
@@ -386,7 +401,7 @@ class TuningJobSpec(Frozen):
                 except ValueError as exc:
                     raise InvalidInputError(f"{where}: {exc}") from None
 
-    def check_against(self, algorithm: Algorithm) -> None:
+    def check_against(self, algorithm: AlgorithmChecks) -> None:
         """What only the training job's algorithm knows: the names it takes, the values each
         range's ends give, the metrics it reports, the cluster sizes it runs on (the loader
         calls it once the model is built: this package does not import the algorithms)."""
@@ -399,7 +414,7 @@ class TuningJobSpec(Frozen):
                 continue
             if known is not None and name not in known:
                 raise InvalidInputError(
-                    f"ranges.{name}: {self.training.algorithm.value} has no hyperparameter {name!r}"
+                    f"ranges.{name}: {self.training.algorithm} has no hyperparameter {name!r}"
                 )
             for value in _extremes(parameter):
                 try:
@@ -466,7 +481,7 @@ class TuningJobSpec(Frozen):
                     f"ranges.{CLUSTER_SIZE}: {value!r} is not allowed: {exc}"
                 ) from None
 
-    def _check_cluster_sizes_run(self, parameter: Range, algorithm: Algorithm) -> None:
+    def _check_cluster_sizes_run(self, parameter: Range, algorithm: AlgorithmChecks) -> None:
         for value in _cluster_sizes(parameter):
             try:
                 algorithm.check(self.trial_spec({CLUSTER_SIZE: value}))

@@ -296,43 +296,16 @@ class MlflowTuning:
 
 
 def log_model(client: MlflowClient, run_id: str, folder: Path, algorithm: str | None) -> None:
-    """The model under the run's `model` artifact: in MLflow's xgboost or pytorch flavour for
-    the built-in algorithms (`mlflow.xgboost.load_model("runs:/<id>/model")`), as its files
-    otherwise (a user's script saves what it likes)."""
+    """The model under the run's `model` artifact, in its algorithm's MLflow flavour where it
+    has one (`mlflow.xgboost.load_model("runs:/<id>/model")`), as its files otherwise (a
+    user's script saves what it likes)."""
+    from scaletune.algorithms import get_algorithm
+
     with tempfile.TemporaryDirectory(prefix="scaletune-mlflow-") as scratch:
         flavoured = Path(scratch) / "model"
-        if algorithm == "xgboost":
-            _save_xgboost(folder, flavoured)
-        elif algorithm == "dnn":
-            _save_pytorch(folder, flavoured)
-        else:
+        if algorithm is None or not get_algorithm(algorithm).save_mlflow_model(folder, flavoured):
             flavoured = folder
         client.log_artifacts(run_id, str(flavoured), artifact_path="model")
-
-
-def _save_xgboost(folder: Path, target: Path) -> None:
-    import mlflow.xgboost
-    import xgboost
-
-    from scaletune.algorithms.xgboost._program import MODEL_FILE
-
-    booster = xgboost.Booster(model_file=str(folder / MODEL_FILE))
-    mlflow.xgboost.save_model(
-        booster, str(target), pip_requirements=[f"xgboost=={xgboost.__version__}"]
-    )
-
-
-def _save_pytorch(folder: Path, target: Path) -> None:
-    import mlflow.pytorch
-    import torch
-
-    from scaletune.algorithms.dnn._model import load_model
-
-    mlflow.pytorch.save_model(
-        load_model(folder),
-        str(target),
-        pip_requirements=[f"torch=={torch.__version__.split('+')[0]}"],
-    )
 
 
 def _ms(seconds: float) -> int:

@@ -17,13 +17,16 @@ if TYPE_CHECKING:
         staging_of,
     )
     from scaletune.training._paths import JobPaths
+    from scaletune.training._predict import BatchPredictor, Predictions, read_input
     from scaletune.training._prepared import PreparedJob
     from scaletune.training._stopper import Stopper
     from scaletune.training._stopping import StopRequest, request_job_stop, request_tuning_stop
 
 __getattr__ = lazy_names(__name__)
 __all__ = [
+    "BatchPredictor",
     "JobPaths",
+    "Predictions",
     "PreparedJob",
     "StopRequest",
     "Stopper",
@@ -31,6 +34,7 @@ __all__ = [
     "controller_alive",
     "new_job_record",
     "process_alive",
+    "read_input",
     "reconcile_orphan",
     "remove_scratch",
     "request_job_stop",

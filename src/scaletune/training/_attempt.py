@@ -51,10 +51,11 @@ def worker_tasks(
     world_size = job.spec.tasks_at(size)  # the workers, and a chief and servers where they run
     # The stop the attempt before was asked (an elastic job's resize) is not this one's.
     (staging.scratch / STOP_FILE).unlink(missing_ok=True)
+    needs = job.algorithm.rendezvous_needs(job.spec)
     rendezvous = GroupRendezvous(
         world_size,
-        xgboost_tracker=job.algorithm.wants_xgboost_tracker(job.spec) and world_size > 1,
-        worker_addresses=job.spec.script is not None,
+        xgboost_tracker=needs.collective_tracker and world_size > 1,
+        worker_addresses=needs.worker_addresses,
         host=host,
         collective_timeout_seconds=job.spec.retry.collective_timeout_seconds,
     )

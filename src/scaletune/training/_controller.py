@@ -130,10 +130,10 @@ class TrainingController:
         inheritance = (
             None
             if start_from is None
-            else read_inheritance(self.store, self.jobs_dir, spec, start_from)
+            else read_inheritance(self.store, self.jobs_dir, spec, algorithm, start_from)
         )
         now = self.clock.time()
-        job_id = job_id or new_job_id(spec.name or spec.algorithm.value, now)
+        job_id = job_id or new_job_id(spec.name or spec.algorithm, now)
         paths = JobPaths.for_job(self.jobs_dir, job_id, spec)
         checkpoints = _checkpoints(spec, paths)
         inherited = None
@@ -345,7 +345,7 @@ class TrainingController:
             TrackedJob(
                 job.id,
                 job.spec.name,
-                job.spec.algorithm.value,
+                job.spec.algorithm,
                 record.hyperparameters,
                 job.spec.instance_count,
                 self.backend.name.value,
@@ -545,7 +545,7 @@ def new_job_record(
     return NewTrainingJob(
         id=job_id,
         name=spec.name,
-        algorithm=spec.algorithm.value,
+        algorithm=spec.algorithm,
         spec=spec.model_dump(mode="json"),
         hyperparameters=dict(spec.hyperparameters),
         instance_count=spec.instance_count,

@@ -9,9 +9,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from scaletune.algorithms import Algorithm
 from scaletune.checkpoints import Checkpoint, CheckpointError, CheckpointFolder
 from scaletune.errors import InvalidInputError, JobNotFoundError
-from scaletune.spec import AlgorithmName, StartFrom, TrainingJobSpec
+from scaletune.spec import StartFrom, TrainingJobSpec
 from scaletune.store import MetricPoint, Store
 from scaletune.training._attempt import (
     INHERITED_FROM,
@@ -44,7 +45,11 @@ class Inheritance:
 
 
 def read_inheritance(
-    store: Store, jobs_dir: Path, spec: TrainingJobSpec, start_from: StartFrom
+    store: Store,
+    jobs_dir: Path,
+    spec: TrainingJobSpec,
+    algorithm: Algorithm,
+    start_from: StartFrom,
 ) -> Inheritance:
     """The checkpoint `start_from` names, checked and read; every problem is one line that
     names the value (nothing is written yet)."""
@@ -53,12 +58,12 @@ def read_inheritance(
         donor = store.get_training_job(start_from.job)
     except JobNotFoundError:
         raise InvalidInputError(f"{where}.job: there is no job {start_from.job!r}") from None
-    if donor.algorithm != spec.algorithm.value:
+    if donor.algorithm != spec.algorithm:
         raise InvalidInputError(
             f"{where}.job: job {donor.id!r} ran {donor.algorithm!r}, this job runs "
-            f"{spec.algorithm.value!r}"
+            f"{spec.algorithm!r}"
         )
-    if spec.algorithm is AlgorithmName.DNN and donor.instance_count != spec.instance_count:
+    if algorithm.checkpoints_per_worker and donor.instance_count != spec.instance_count:
         raise InvalidInputError(
             f"{where}.job: job {donor.id!r}'s checkpoint holds the state of each of its "
             f"{donor.instance_count} workers (its place in their shards); this job has "

@@ -568,7 +568,7 @@ class _Run:
             NewTrainingJob(
                 id=job_id,
                 name=training.name,
-                algorithm=training.algorithm.value,
+                algorithm=training.algorithm,
                 spec=training.model_dump(mode="json"),
                 hyperparameters={**training.hyperparameters, **config},
                 instance_count=size if isinstance(size, int) else training.instance_count,

@@ -16,6 +16,7 @@ from scaletune.worker._messages import (
 from scaletune.worker._task import (
     ChannelShard,
     Rendezvous,
+    RendezvousNeeds,
     WorkerContext,
     WorkerProgram,
     WorkerTask,
@@ -31,6 +32,7 @@ __all__ = [
     "LogOutput",
     "Ready",
     "Rendezvous",
+    "RendezvousNeeds",
     "Report",
     "WorkerCheckpoints",
     "WorkerContext",

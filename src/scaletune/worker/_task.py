@@ -20,6 +20,16 @@ from scaletune.worker._messages import Report, WorkerEvent
 
 
 @dataclass(frozen=True)
+class RendezvousNeeds:
+    """What an algorithm's workers meet through, beyond rank 0's address (which every group
+    gets): XGBoost's tracker (its collective: all-reduce, agreement between ranks), and an
+    address of each rank's own, on its own node (TF_CONFIG, LightGBM's machines list)."""
+
+    collective_tracker: bool = False
+    worker_addresses: bool = False
+
+
+@dataclass(frozen=True)
 class Rendezvous:
     """How the workers of one group find each other."""
 

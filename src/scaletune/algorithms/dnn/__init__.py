@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,6 +20,7 @@ from pydantic import BaseModel
 
 from scaletune.algorithms._base import Algorithm, PreparedData
 from scaletune.data import Table
+from scaletune.data._table import FloatArray
 from scaletune.errors import InvalidInputError
 from scaletune.gradient_noise import GradientNoiseScale
 from scaletune.spec import (
@@ -57,8 +59,12 @@ __all__ = [
 
 
 class DNNAlgorithm(Algorithm):
+    name: ClassVar[str] = "dnn"
     hyperparameters_type: ClassVar[type[BaseModel]] = DNNHyperparameters
     steps_hyperparameter: ClassVar[str | None] = "epochs"
+    step_name: ClassVar[str] = "epoch"
+    checkpoints_per_worker: ClassVar[bool] = True  # each worker's place in its shard
+    predicts: ClassVar[bool] = True
 
     def check_job(self, spec: TrainingJobSpec, hyperparameters: BaseModel) -> None:
         distribution = spec.distribution
@@ -139,6 +145,33 @@ class DNNAlgorithm(Algorithm):
     def full_resource(self, hyperparameters: BaseModel) -> int | None:
         assert isinstance(hyperparameters, DNNHyperparameters)
         return hyperparameters.epochs
+
+    def examples_per_worker_step(self, hyperparameters: Mapping[str, object]) -> int | None:
+        settings = DNNHyperparameters.model_validate(dict(hyperparameters))
+        return settings.batch_size * settings.gradient_accumulation_steps
+
+    def save_mlflow_model(self, model_dir: Path, target: Path) -> bool:
+        import mlflow.pytorch
+        import torch
+
+        mlflow.pytorch.save_model(
+            load_model(model_dir),
+            str(target),
+            pip_requirements=[f"torch=={torch.__version__.split('+')[0]}"],
+        )
+        return True
+
+    def model_width(self, model_dir: Path) -> int:
+        return int(json.loads((model_dir / CONFIG_FILE).read_text())["n_features"])
+
+    def predict(self, model_dir: Path, features: FloatArray) -> FloatArray:
+        import torch
+
+        model = load_model(model_dir)
+        with torch.no_grad():
+            logits = model(torch.from_numpy(np.require(features, np.float32, ["C", "W"])))
+        predicted: FloatArray = torch.softmax(logits, dim=1).numpy()
+        return predicted
 
     @property
     def program(self) -> WorkerProgram:

@@ -8,8 +8,9 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from scaletune.algorithms._base import Algorithm
+from scaletune.errors import InvalidInputError
 from scaletune.spec import TrainingJobSpec
-from scaletune.worker import WorkerProgram
+from scaletune.worker import RendezvousNeeds, WorkerProgram
 
 from ._program import run_script
 
@@ -21,10 +22,20 @@ class ScriptHyperparameters(BaseModel):
 
 
 class ScriptAlgorithm(Algorithm):
+    name: ClassVar[str] = "script"
     hyperparameters_type: ClassVar[type[BaseModel]] = ScriptHyperparameters
+    needs_train_channel: ClassVar[bool] = False  # a script may read its data itself
+    takes_script: ClassVar[bool] = True
 
-    def wants_xgboost_tracker(self, spec: TrainingJobSpec) -> bool:
-        return spec.script is not None and spec.script.xgboost_tracker
+    def check_inputs(self, spec: TrainingJobSpec) -> None:
+        if spec.script is None:
+            raise InvalidInputError("algorithm 'script' needs a [script] table with entry_point")
+        super().check_inputs(spec)
+
+    def rendezvous_needs(self, spec: TrainingJobSpec) -> RendezvousNeeds:
+        # Each rank's address on its own node: TF_CONFIG's cluster.
+        tracker = spec.script is not None and spec.script.xgboost_tracker
+        return RendezvousNeeds(collective_tracker=tracker, worker_addresses=True)
 
     def hyperparameter_names(self) -> frozenset[str] | None:
         return None

@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar
+from pathlib import Path
+from typing import Any, ClassVar
 
+import numpy as np
 from pydantic import BaseModel
 
 from scaletune.algorithms._base import Algorithm, PreparedData
+from scaletune.algorithms._boosting import first_rung_notice
 from scaletune.data import Table
+from scaletune.data._table import FloatArray
 from scaletune.errors import InvalidInputError
-from scaletune.spec import ChannelName, DistributionStrategy, TrainingJobSpec
-from scaletune.worker import WorkerProgram
+from scaletune.spec import (
+    ChannelName,
+    DistributionStrategy,
+    TrainingJobSpec,
+    TuningJobSpec,
+)
+from scaletune.worker import RendezvousNeeds, WorkerProgram
 
 from ._hyperparameters import (
     REFERENCE_HYPERPARAMETERS,
@@ -31,10 +40,23 @@ __all__ = [
 ]
 
 
+def _booster(model_dir: Path) -> Any:
+    import xgboost
+
+    from ._program import MODEL_FILE
+
+    return xgboost.Booster(model_file=str(model_dir / MODEL_FILE))
+
+
 class XGBoostAlgorithm(Algorithm):
+    name: ClassVar[str] = "xgboost"
     hyperparameters_type: ClassVar[type[BaseModel]] = XGBoostHyperparameters
-    needs_xgboost_tracker: ClassVar[bool] = True
     steps_hyperparameter: ClassVar[str | None] = "num_round"
+    step_name: ClassVar[str] = "boosting round"
+    predicts: ClassVar[bool] = True
+
+    def rendezvous_needs(self, spec: TrainingJobSpec) -> RendezvousNeeds:
+        return RendezvousNeeds(collective_tracker=True)  # histograms all-reduced through it
 
     def check_job(self, spec: TrainingJobSpec, hyperparameters: BaseModel) -> None:
         assert isinstance(hyperparameters, XGBoostHyperparameters)
@@ -80,6 +102,35 @@ class XGBoostAlgorithm(Algorithm):
     def full_resource(self, hyperparameters: BaseModel) -> int | None:
         assert isinstance(hyperparameters, XGBoostHyperparameters)
         return hyperparameters.num_round
+
+    def save_mlflow_model(self, model_dir: Path, target: Path) -> bool:
+        import mlflow.xgboost
+        import xgboost
+
+        from ._program import MODEL_FILE
+
+        booster = xgboost.Booster(model_file=str(model_dir / MODEL_FILE))
+        mlflow.xgboost.save_model(
+            booster, str(target), pip_requirements=[f"xgboost=={xgboost.__version__}"]
+        )
+        return True
+
+    def tuning_notices(self, spec: TuningJobSpec) -> list[str]:
+        return first_rung_notice(spec, "eta")
+
+    def model_width(self, model_dir: Path) -> int:
+        return int(_booster(model_dir).num_features())
+
+    def predict(self, model_dir: Path, features: FloatArray) -> FloatArray:
+        import xgboost
+
+        booster = _booster(model_dir)
+        quantizer = model_dir / "quantizer.json"
+        if quantizer.exists():  # the bins it trained on
+            features = Quantizer.from_json(quantizer.read_text()).transform(features)
+        rows = xgboost.DMatrix(features, feature_names=booster.feature_names)
+        predicted: FloatArray = booster.predict(rows).astype(np.float32)
+        return predicted
 
     @property
     def program(self) -> WorkerProgram:

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scaletune.algorithms._boosting import refuse_labels
 from scaletune.data import Table
 from scaletune.data._table import FloatArray
-from scaletune.errors import InvalidInputError
 from scaletune.spec import ChannelName
 
 from ._hyperparameters import Objective, XGBoostHyperparameters
@@ -35,12 +35,7 @@ def check_labels(
             bad, wanted = labels < 0, "non-negative"
         else:
             continue
-        if bad.any():
-            row = int(np.argmax(bad))
-            raise InvalidInputError(
-                f"channel {name.value!r} ({table.source}) row {row + 1} has label "
-                f"{float(labels[row])!r}, not {wanted} as objective {objective.value!r} needs"
-            )
+        refuse_labels(name, table, bad, wanted, objective.value)
 
 
 @dataclass(frozen=True)
@@ -70,6 +65,12 @@ class Quantizer:
 
     def to_json(self) -> bytes:
         return json.dumps({"format": "scaletune-quantizer-1", "edges": self.edges}).encode()
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Quantizer:
+        """The bins a model was trained on, as `to_json` saved them beside it."""
+        edges = json.loads(text)["edges"]
+        return cls(tuple(tuple(float(value) for value in column) for column in edges))
 
 
 def quantize(

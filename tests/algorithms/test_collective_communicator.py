@@ -30,7 +30,7 @@ WORKER = textwrap.dedent(
     import contextlib, io, json, sys
     import numpy as np
     import xgboost as xgb
-    from scaletune.algorithms.xgboost._program import _Communicator
+    from scaletune.algorithms._collective import _Communicator
 
     rank, tracker = int(sys.argv[1]), json.loads(sys.argv[2])
     stderr = io.StringIO()

@@ -1,4 +1,4 @@
-"""How often XGBoost's ranks agree on stopping: about every AGREE_EVERY_SECONDS of rounds."""
+"""How often a boosting job's ranks agree on stopping: about every AGREE_EVERY_SECONDS of rounds."""
 
 from __future__ import annotations
 
@@ -8,11 +8,7 @@ import numpy as np
 import pytest
 from xgboost import collective
 
-from scaletune.algorithms.xgboost._program import (
-    AGREE_EVERY_SECONDS,
-    MOST_ROUNDS_APART,
-    _Agreement,
-)
+from scaletune.algorithms._collective import AGREE_EVERY_SECONDS, MOST_ROUNDS_APART, Agreement
 
 
 @dataclass
@@ -36,7 +32,7 @@ def _run(
 ) -> tuple[list[int], int | None]:
     """The rounds after which the ranks agreed, and the round they stopped after."""
     now = [0.0]
-    agreement = _Agreement(ctx, 0, period, clock=lambda: now[0])  # type: ignore[arg-type]
+    agreement = Agreement(ctx, 0, period, clock=lambda: now[0])  # type: ignore[arg-type]
     for step in range(1, rounds + 1):
         now[0] += seconds_a_round
         ctx.step = step
