@@ -87,6 +87,9 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.overhead.worker_start
 	$(BIN)/python -m benchmarks.overhead.xgboost_job
 	$(BIN)/python -m benchmarks.convergence.xgboost_workers
+	$(BIN)/python -m benchmarks.convergence.lightgbm_workers
+	$(BIN)/python -m benchmarks.overhead.lightgbm_job
+	$(BIN)/python -m benchmarks.overhead.predictions
 	$(BIN)/python -m benchmarks.tuning.reference --searcher Random --seeds 3
 	$(BIN)/python -m benchmarks.convergence.dnn_modes --epochs 5
 	$(BIN)/python -m benchmarks.convergence.scale_out --models mlp

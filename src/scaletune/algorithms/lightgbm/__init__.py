@@ -104,14 +104,11 @@ class LightGBMAlgorithm(Algorithm):
         self, spec: TrainingJobSpec, hyperparameters: BaseModel
     ) -> frozenset[str] | None:
         assert isinstance(hyperparameters, LightGBMHyperparameters)
-        # The train channel's own metrics only on one worker: a shard's differ rank to rank.
-        sets = [ChannelName.VALIDATION] + ([ChannelName.TRAIN] if spec.instance_count == 1 else [])
-        return frozenset(
-            f"{data.value}:{metric}"
-            for data in sets
-            if data in spec.channels
-            for metric in hyperparameters.metrics
-        )
+        # The validation channel's, whole on every rank. Not the train channel's: each rank
+        # would score its own shard, and what a job reports must not depend on its size.
+        if ChannelName.VALIDATION not in spec.channels:
+            return frozenset()
+        return frozenset(f"validation:{metric}" for metric in hyperparameters.metrics)
 
     def full_resource(self, hyperparameters: BaseModel) -> int | None:
         assert isinstance(hyperparameters, LightGBMHyperparameters)

@@ -40,8 +40,6 @@ def train_lightgbm(ctx: WorkerContext) -> None:
         for name in ("validation",)
         if (dataset := _dataset(ctx.channel(name), params, reference=train)) is not None
     }
-    if ctx.world_size == 1:  # a shard's own metrics would differ rank to rank: one worker's
-        valid = {"train": train, **valid}
     start, init_model = _resume_point(ctx)
     rounds = hyperparameters.num_boost_round
     with communicator(ctx), _network_freed(ctx):
@@ -60,6 +58,8 @@ def train_lightgbm(ctx: WorkerContext) -> None:
         if test is not None:
             scored = _dataset(test, params, reference=train)
             assert scored is not None
+            # As lgb.train does its validation sets: the resumed model's scores start it.
+            scored.set_reference(train)
             ctx.report(rounds, **_metrics(booster.eval(scored, "test")))
     if ctx.is_chief:
         booster.save_model(str(ctx.model_dir / MODEL_FILE), num_iteration=-1)
