@@ -6,6 +6,7 @@ models' own."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,13 +94,13 @@ class StoredTuningSpec:
                 name: StoredRange(
                     str(r.get("type", "")),
                     tuple(r.get("values") or ()),
-                    str(r.get("scaling", "Auto")),
+                    str(r.get("scaling", _default(StoredRange, "scaling"))),
                 )
                 for name, r in (raw.get("ranges") or {}).items()
             },
             hyperband=None if not hyperband else StoredHyperband(**hyperband_fields(hyperband)),
             max_jobs=raw.get("max_jobs"),
-            seed=int(raw.get("seed", 0)),
+            seed=int(raw.get("seed", _default(cls, "seed"))),
             target_objective=raw.get("target_objective"),
         )
 
@@ -149,16 +150,29 @@ class StoredTrainingSpec:
     staging: str | None = None  # where the job staged its data, as written
     min_instance_count: int | None = None  # an elastic job's fewest workers
     start_from: StoredStart | None = None
+    enabled: bool = True  # [checkpoint]: whether it kept checkpoints
+    checkpoint_path: str | None = None  # ... and where, if not beside its staging or folder
+    output_path: str | None = None
 
     @classmethod
     def of(cls, raw: Mapping[str, Any]) -> StoredTrainingSpec:
         cluster = raw.get("cluster") or {}
+        checkpoint = raw.get("checkpoint") or {}
         staging = cluster.get("staging")
-        start = (raw.get("checkpoint") or {}).get("start_from")
+        start = checkpoint.get("start_from")
         return cls(
-            backend=str(cluster.get("backend") or "local"),
-            cpus_per_worker=float(cluster.get("cpus_per_worker", 1.0)),
+            backend=str(cluster.get("backend") or _default(cls, "backend")),
+            cpus_per_worker=float(cluster.get("cpus_per_worker", _default(cls, "cpus_per_worker"))),
             staging=staging if isinstance(staging, str) else None,
             min_instance_count=raw.get("min_instance_count"),
             start_from=None if not start else StoredStart(str(start["job"]), start.get("step")),
+            enabled=bool(checkpoint.get("enabled", _default(cls, "enabled"))),
+            checkpoint_path=checkpoint.get("path"),
+            output_path=raw.get("output_path"),
         )
+
+
+def _default(view: type, name: str) -> Any:
+    """A view's own default for a field a stored spec leaves out (the test holds each to the
+    model's)."""
+    return {field.name: field.default for field in dataclasses.fields(view)}[name]

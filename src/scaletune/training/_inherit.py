@@ -7,8 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from scaletune.algorithms import Algorithm
 from scaletune.checkpoints import Checkpoint, CheckpointError, CheckpointFolder
 from scaletune.errors import InvalidInputError, JobNotFoundError
@@ -20,7 +18,7 @@ from scaletune.training._attempt import (
     reports_stored,
     resume_point,
 )
-from scaletune.training._paths import JobPaths
+from scaletune.training._paths import checkpoints_of, stored_location
 
 
 @dataclass(frozen=True)
@@ -69,13 +67,17 @@ def read_inheritance(
             f"{donor.instance_count} workers (its place in their shards); this job has "
             f"{spec.instance_count}"
         )
-    try:
-        donor_spec = TrainingJobSpec.model_validate(donor.spec)
-    except ValidationError:
-        raise InvalidInputError(f"{where}.job: job {donor.id!r}'s spec no longer loads") from None
-    if not donor_spec.checkpoint.enabled:
+    stored = donor.spec_view  # read as stored: validated when it was written
+    if not stored.enabled:
         raise InvalidInputError(f"{where}.job: job {donor.id!r} keeps no checkpoints")
-    folder = CheckpointFolder(JobPaths.for_job(jobs_dir, donor.id, donor_spec).checkpoints)
+    folder = CheckpointFolder(
+        checkpoints_of(
+            jobs_dir,
+            donor.id,
+            stored_location(stored.checkpoint_path),
+            stored_location(stored.staging),
+        )
+    )
     reports = store.metrics(donor.id)
     stored_up_to = max((point.step for point in reports), default=None)
     try:
