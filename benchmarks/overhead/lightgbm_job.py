@@ -23,6 +23,7 @@ from scaletune.algorithms.lightgbm import BANK_MARKETING_HYPERPARAMETERS as HYPE
 from scaletune.algorithms.lightgbm import LightGBMHyperparameters
 from scaletune.api import Estimator, Session
 from scaletune.data import prepare_bank_marketing
+from scaletune.store import JobStatus
 
 
 def _step_seconds(times: list[float]) -> float:
@@ -58,6 +59,8 @@ def main() -> None:
                     job = Estimator(
                         "lightgbm", HYPERPARAMETERS, instance_count=workers, session=session
                     ).fit({"train": channel, "validation": channel})
+                    record = job.describe()
+                    assert record.status is JobStatus.COMPLETED, record.failure_reason
                     curve = job.metrics("validation:auc")
                     ours.append(_step_seconds([t.timestamp() for t in curve["time"]]))
                     ours_auc.append(float(curve["value"].iloc[-1]))

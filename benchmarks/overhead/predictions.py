@@ -20,6 +20,7 @@ from scaletune.algorithms.lightgbm import BANK_MARKETING_HYPERPARAMETERS as LIGH
 from scaletune.algorithms.xgboost import REFERENCE_HYPERPARAMETERS as XGBOOST
 from scaletune.api import Estimator, Session
 from scaletune.data import Table, prepare_bank_marketing
+from scaletune.store import JobStatus
 
 
 def main() -> None:
@@ -37,6 +38,8 @@ def main() -> None:
             job = Estimator(algorithm, hyperparameters, instance_count=1, session=session).fit(
                 {"train": channel}
             )
+            record = job.describe()
+            assert record.status is JobStatus.COMPLETED, record.failure_reason
             for size in args.sizes:
                 repeat = np.resize(np.arange(test.n_rows), size)
                 table = Table(test.features[repeat], test.labels[repeat], "bank marketing test")

@@ -121,9 +121,10 @@ class Algorithm(ABC):
         """The feature columns its published model takes (where `predicts`)."""
         raise NotImplementedError(f"algorithm {self.name!r} does not predict")
 
-    def predict(self, model_dir: Path, features: FloatArray) -> FloatArray:
+    def predict(self, model_dir: Path, features: FloatArray, threads: int) -> FloatArray:
         """Its published model's predictions for these rows, one row each, in their order:
-        a probability of the positive class, each class's, or a value (where `predicts`)."""
+        a probability of the positive class, each class's, or a value (where `predicts`), on
+        `threads` threads."""
         raise NotImplementedError(f"algorithm {self.name!r} does not predict")
 
     @property

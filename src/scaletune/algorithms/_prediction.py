@@ -34,7 +34,8 @@ def predict_rows(ctx: WorkerContext) -> None:
     assert isinstance(settings, PredictionSettings)  # the controller built it
     table = ctx.channel(INPUT_CHANNEL)
     assert table is not None
-    predicted = get_algorithm(settings.algorithm).predict(Path(settings.model_dir), table.features)
+    algorithm = get_algorithm(settings.algorithm)
+    predicted = algorithm.predict(Path(settings.model_dir), table.features, ctx.threads)
     target = part_file(Path(settings.output_dir), ctx.rank)
     written = target.with_suffix(".partial.npy")
     np.save(written, predicted)

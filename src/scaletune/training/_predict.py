@@ -4,6 +4,7 @@ back in the input's order. Bad input is refused before anything runs."""
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from dataclasses import dataclass
@@ -95,7 +96,7 @@ class BatchPredictor:
             model_dir = _local_model(record, folder)
             features = _features(table, algorithm.model_width(model_dir), record.id)
             if instance_count == 1:
-                values = algorithm.predict(model_dir, features)
+                values = algorithm.predict(model_dir, features, os.cpu_count() or 1)
             else:
                 values = self._on_workers(record, model_dir, features, instance_count, folder)
         return Predictions(record.id, values, instance_count, time.monotonic() - started)

@@ -164,12 +164,17 @@ class DNNAlgorithm(Algorithm):
     def model_width(self, model_dir: Path) -> int:
         return int(json.loads((model_dir / CONFIG_FILE).read_text())["n_features"])
 
-    def predict(self, model_dir: Path, features: FloatArray) -> FloatArray:
+    def predict(self, model_dir: Path, features: FloatArray, threads: int) -> FloatArray:
         import torch
 
         model = load_model(model_dir)
-        with torch.no_grad():
-            logits = model(torch.from_numpy(np.require(features, np.float32, ["C", "W"])))
+        previous = torch.get_num_threads()  # the caller's, given back: this may be its process
+        torch.set_num_threads(threads)
+        try:
+            with torch.no_grad():
+                logits = model(torch.from_numpy(np.require(features, np.float32, ["C", "W"])))
+        finally:
+            torch.set_num_threads(previous)
         predicted: FloatArray = torch.softmax(logits, dim=1).numpy()
         return predicted
 

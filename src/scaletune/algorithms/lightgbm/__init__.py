@@ -132,9 +132,9 @@ class LightGBMAlgorithm(Algorithm):
     def model_width(self, model_dir: Path) -> int:
         return int(_booster(model_dir).num_feature())
 
-    def predict(self, model_dir: Path, features: FloatArray) -> FloatArray:
+    def predict(self, model_dir: Path, features: FloatArray, threads: int) -> FloatArray:
         predicted: FloatArray = np.asarray(
-            _booster(model_dir).predict(features, num_threads=1), dtype=np.float32
+            _booster(model_dir).predict(features, num_threads=threads), dtype=np.float32
         )
         return predicted
 

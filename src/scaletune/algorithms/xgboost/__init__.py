@@ -121,14 +121,15 @@ class XGBoostAlgorithm(Algorithm):
     def model_width(self, model_dir: Path) -> int:
         return int(_booster(model_dir).num_features())
 
-    def predict(self, model_dir: Path, features: FloatArray) -> FloatArray:
+    def predict(self, model_dir: Path, features: FloatArray, threads: int) -> FloatArray:
         import xgboost
 
         booster = _booster(model_dir)
+        booster.set_param({"nthread": threads})
         quantizer = model_dir / "quantizer.json"
         if quantizer.exists():  # the bins it trained on
             features = Quantizer.from_json(quantizer.read_text()).transform(features)
-        rows = xgboost.DMatrix(features, feature_names=booster.feature_names)
+        rows = xgboost.DMatrix(features, feature_names=booster.feature_names, nthread=threads)
         predicted: FloatArray = booster.predict(rows).astype(np.float32)
         return predicted
 
