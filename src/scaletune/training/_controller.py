@@ -15,9 +15,9 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from scaletune.algorithms import get_algorithm
+from scaletune.algorithms import Algorithm, PreparedData, get_algorithm
 from scaletune.checkpoints import Checkpoint, CheckpointFolder
 from scaletune.clock import Clock, SystemClock
 from scaletune.cluster import Backend, Group
@@ -117,15 +117,10 @@ class TrainingController:
                 f"workers with the {self.backend.name.value!r} backend (CLI: --backend "
                 f"{spec.cluster.backend.value}; Python: Session(backend=...))"
             )
-        self.tracking.check(spec.tracking)
-        algorithm = get_algorithm(spec.algorithm)
-        hyperparameters = algorithm.parse_hyperparameters(spec.hyperparameters)
-        algorithm.check_job(spec, hyperparameters)  # a trial's, say: built, not loaded
-        data = algorithm.prepare_data(hyperparameters, load_channels(spec, self.datasets))
+        algorithm, hyperparameters, data = self._inputs(spec)
         check_writable(spec.cluster.staging, "cluster.staging")
         if spec.checkpoint.enabled:
             check_writable(spec.checkpoint.path, "checkpoint.path")
-        hyperparameters = data.hyperparameters or hyperparameters
         start_from = spec.checkpoint.start_from
         inheritance = (
             None
@@ -163,6 +158,18 @@ class TrainingController:
             starts_from=inherited,
         )
 
+    def _inputs(self, spec: TrainingJobSpec) -> tuple[Algorithm, BaseModel, PreparedData]:
+        """What a new job and a resumed one both check and load before anything is written:
+        its tracking, its algorithm's checks (a trial's spec is built, not loaded, so they
+        run here too), its data prepared, and its hyperparameters as the data completed them."""
+        self.tracking.check(spec.tracking)
+        algorithm = get_algorithm(spec.algorithm)
+        algorithm.check_inputs(spec)
+        hyperparameters = algorithm.parse_hyperparameters(spec.hyperparameters)
+        algorithm.check_job(spec, hyperparameters)
+        data = algorithm.prepare_data(hyperparameters, load_channels(spec, self.datasets))
+        return algorithm, data.hyperparameters or hyperparameters, data
+
     def prepare_resume(self, job_id: str) -> PreparedJob:
         """A Stopped, Failed or Paused job, ready to run again from its latest checkpoint (a
         new attempt under the same id). Its inputs are loaded and checked again."""
@@ -183,17 +190,13 @@ class TrainingController:
                 f"job {job_id!r} ran on the {spec.cluster.backend.value!r} backend; resume it "
                 f"with --backend {spec.cluster.backend.value}"
             )
-        self.tracking.check(spec.tracking)
-        algorithm = get_algorithm(spec.algorithm)
-        hyperparameters = algorithm.parse_hyperparameters(spec.hyperparameters)
-        algorithm.check_job(spec, hyperparameters)  # a trial's, say: built, not loaded
-        data = algorithm.prepare_data(hyperparameters, load_channels(spec, self.datasets))
+        algorithm, hyperparameters, data = self._inputs(spec)
         paths = JobPaths.for_job(self.jobs_dir, job_id, spec)
         job = PreparedJob(
             job_id,
             spec,
             algorithm,
-            data.hyperparameters or hyperparameters,
+            hyperparameters,
             data,
             paths,
             _checkpoints(spec, paths),
