@@ -148,3 +148,23 @@ def test_a_port_taken_before_tensorflow_binds_it_is_mended_by_a_retry() -> None:
     assert ending.reason is not None and ending.reason.startswith(
         "worker 0 could not bind a rendezvous port"
     )
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (
+            "LightGBMError: Binding port 39221 failed",
+            "worker 0 could not bind a rendezvous port",
+        ),
+        (
+            "LightGBMError: Socket recv error, Resource temporarily unavailable (code: 11)",
+            "",
+        ),
+        ("LightGBMError: Socket recv error, Connection reset by peer (code: 104)", ""),
+    ],
+)
+def test_lightgbm_network_faults_are_mended_by_a_retry(error: str, reason: str) -> None:
+    ending = failure([_failed(0, error)])
+    assert ending.fault == Fault.INFRASTRUCTURE, ending
+    assert (ending.reason or "").startswith(reason)

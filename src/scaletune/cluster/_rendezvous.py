@@ -24,8 +24,12 @@ log = logging.getLogger(__name__)
 
 
 def free_port(host: str = LOOPBACK) -> int:
+    """A port free on `host`, and on every other interface too: some programs bind all of
+    them (LightGBM's network binds 0.0.0.0), and a port another process holds on another
+    address would fail them. Between this probe and their bind it may still be taken: such
+    a failure is an infrastructure fault, mended by a retry with fresh ports."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((host, 0))
+        probe.bind(("0.0.0.0", 0))
         return int(probe.getsockname()[1])
 
 

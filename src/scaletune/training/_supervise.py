@@ -218,6 +218,7 @@ _COLLECTIVE_TIMEOUT = re.compile(
     r"|collective operation timeout"
     r"|Poll timeout: ?\d+ seconds"
     r"|collective timed out"
+    r"|Socket recv error, Resource temporarily unavailable"  # LightGBM's, past its time_out
 )
 # A user's script (algorithm "script") that a signal ended, not its own error.
 _KILLED = re.compile(r"was killed by (SIG[A-Z0-9]+|signal \d+)")
@@ -225,6 +226,7 @@ _KILLED = re.compile(r"was killed by (SIG[A-Z0-9]+|signal \d+)")
 # (TensorFlow's gRPC server says only that it could not add its port, then could not start.)
 _BIND_FAILED = re.compile(
     r"[Aa]ddress already in use|EADDRINUSE|Failed to add port to server|Could not start gRPC server"
+    r"|Binding port \d+ failed"  # LightGBM's network
 )
 # What its peers see once a worker stuck in one gives up, or is killed.
 _PEER_GONE = re.compile(
