@@ -427,6 +427,7 @@ def test_an_elastic_job_goes_on_without_a_lost_node_and_grows_onto_one_that_join
         for disk in disks:
             shutil.rmtree(disk, ignore_errors=True)
     outcome = (result["status"], result["reason"], result["resizes"], result["errors"])
+    print("the job's end:", result["status"], result["reason"])  # whole, where pytest cuts it
     assert result["status"] == "Completed", outcome
     assert result["sizes"] == [5, 4, 5], outcome
     (doomed,), (added,) = result["doomed"], result["added"]

@@ -162,9 +162,14 @@ def test_a_port_taken_before_tensorflow_binds_it_is_mended_by_a_retry() -> None:
             "",
         ),
         ("LightGBMError: Socket recv error, Connection reset by peer (code: 104)", ""),
+        # XGBoost's collective when a peer's machine went away: its socket hung up.
+        ("XGBoostError: [histogram.h:197]: Poll hung up on the other end.", ""),
+        ("XGBoostError: [allreduce.cc:41]: Ring Allreduce failed.", ""),
     ],
 )
-def test_lightgbm_network_faults_are_mended_by_a_retry(error: str, reason: str) -> None:
+def test_network_faults_of_boosting_libraries_are_mended_by_a_retry(
+    error: str, reason: str
+) -> None:
     ending = failure([_failed(0, error)])
     assert ending.fault == Fault.INFRASTRUCTURE, ending
     assert (ending.reason or "").startswith(reason)

@@ -230,7 +230,8 @@ _BIND_FAILED = re.compile(
 )
 # What its peers see once a worker stuck in one gives up, or is killed.
 _PEER_GONE = re.compile(
-    r"Connection (closed|reset) by peer|Broken pipe|Ring all(reduce|gather)|Poll error"
+    r"Connection (closed|reset) by peer|Broken pipe|Ring [Aa]ll(reduce|gather)|Poll error"
+    r"|Poll hung up on the other end"  # XGBoost's collective, a peer's socket closed (POLLHUP)
     r"|Failed to recv|parameter server"
 )
 
