@@ -102,7 +102,7 @@ class Replay:
         ]
 
 
-def _dnn(mnist: Path, epochs: int, size: Any) -> dict[str, Any]:
+def dnn_job(mnist: Path, epochs: int, size: Any, checkpoint_seconds: float = 5) -> dict[str, Any]:
     channel = {"dataset": "mnist", "dataset_file": str(mnist)}
     return {
         "algorithm": "dnn",
@@ -117,19 +117,21 @@ def _dnn(mnist: Path, epochs: int, size: Any) -> dict[str, Any]:
             "warmup_epochs": 1,
         },
         "channels": {"train": channel, "validation": channel, "test": channel},
-        "checkpoint": {"every_seconds": 5},
+        "checkpoint": {"every_seconds": checkpoint_seconds},
         "retry": {"max_attempts": 20},
     }
 
 
-def _xgboost(bank: Path, rounds: int, size: Any) -> dict[str, Any]:
+def xgboost_job(
+    bank: Path, rounds: int, size: Any, checkpoint_seconds: float = 5
+) -> dict[str, Any]:
     channel = {"dataset": "bank-marketing", "dataset_file": str(bank)}
     return {
         "algorithm": "xgboost",
         "instance_count": size,
         "hyperparameters": {**REFERENCE_HYPERPARAMETERS, "num_round": rounds},
         "channels": {"train": channel, "validation": channel},
-        "checkpoint": {"every_seconds": 5},
+        "checkpoint": {"every_seconds": checkpoint_seconds},
         "retry": {"max_attempts": 20},
     }
 
@@ -188,13 +190,13 @@ def main() -> None:
     ]
     jobs: dict[str, tuple[Callable[[Any], dict[str, Any]], int, dict[str, int], list[str]]] = {
         "DNN (MNIST MLP), 4 workers, elastic 2-4": (
-            lambda size: _dnn(args.mnist, args.dnn_epochs, size),
+            lambda size: dnn_job(args.mnist, args.dnn_epochs, size),
             4,
             {"min": 2, "max": 4},
             ["validation:accuracy", "test:accuracy"],
         ),
         "XGBoost (bank marketing), 3 workers, elastic 1-3": (
-            lambda size: _xgboost(args.bank, args.xgboost_rounds, size),
+            lambda size: xgboost_job(args.bank, args.xgboost_rounds, size),
             3,
             {"min": 1, "max": 3},
             ["validation:auc"],

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._report import MNIST_FOLDER, write
-from benchmarks.faults.elastic_preemption import Replay, Trace, _dnn, _run
+from benchmarks.faults.elastic_preemption import Replay, Trace, _run, dnn_job
 from scaletune.api import Session
 from scaletune.cluster import LocalBackend, SlotsFile
 
@@ -49,7 +49,7 @@ def main() -> None:
             for seed in args.seeds:
 
                 def job(size: Any, seed: int = seed) -> dict[str, Any]:
-                    return {**_dnn(args.mnist, args.epochs, size), "seed": seed}
+                    return {**dnn_job(args.mnist, args.epochs, size), "seed": seed}
 
                 elastic = {"min": 2, "max": MOST}
                 runs[seed] = {

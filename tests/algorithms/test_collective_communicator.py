@@ -10,7 +10,8 @@ import sys
 import textwrap
 from typing import IO, Any
 
-from scaletune.training._supervise import Fault, failure
+from scaletune.training._ending import Fault
+from scaletune.training._supervise import failure
 from scaletune.worker import Failed
 
 TRACKER = textwrap.dedent(

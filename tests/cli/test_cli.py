@@ -239,6 +239,51 @@ def test_jobs_resize_asks_an_elastic_job_for_a_size_within_its_range(
     assert store.requested_size("fixed") is None
 
 
+def test_jobs_notice_tells_a_running_job_that_a_workers_machine_goes(
+    session: Session, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from scaletune.store import NewTrainingJob
+
+    store = session.store
+    spec = {"algorithm": "dnn", "instance_count": 3, "cluster": {"notice_seconds": 45}}
+    store.create_training_job(NewTrainingJob("running", None, "dnn", spec, {}, 3, 1.0, ""))
+    store.create_training_job(NewTrainingJob("pending", None, "dnn", spec, {}, 3, 1.0, ""))
+    store.mark_in_progress("running", 2.0, os.getpid(), socket.gethostname())
+    store.attempts.start("running", 1, 2.0)
+    store.attempts.set_workers("running", 1, ["here pid 1", "here pid 2", "here pid 3"])
+
+    code, out, _ = _cli(capsys, "jobs", "notice", "running", "--worker", "2")
+    assert code == 0
+    assert "job running: worker 2's machine goes in 45 s" in out  # the job's notice_seconds
+    code, out, _ = _cli(capsys, "jobs", "notice", "running", "--worker", "0", "--seconds", "90")
+    assert code == 0
+    notices = store.notices.of("running")
+    assert [(n.attempt, n.rank, n.seconds, n.source) for n in notices] == [
+        (1, 2, 45.0, "jobs notice"),
+        (1, 0, 90.0, "jobs notice"),
+    ]
+    code, out, _ = _cli(capsys, "jobs", "show", "running", "--json")
+    assert [n["rank"] for n in json.loads(out)["notices"]] == [2, 0]
+    code, out, _ = _cli(capsys, "jobs", "show", "running")
+    assert "worker 2 (attempt 1): jobs notice at" in out
+
+    store.create_training_job(NewTrainingJob("waiting", None, "dnn", spec, {}, 3, 1.0, ""))
+    store.mark_in_progress("waiting", 2.0, os.getpid(), socket.gethostname())
+    for args, expected in [
+        (("running", "--worker", "3"), "--worker 3: job 'running' runs ranks 0 to 2"),
+        (("running", "--worker", "-1"), "--worker -1: job 'running' runs ranks 0 to 2"),
+        (("running", "--worker", "1", "--seconds", "0"), "--seconds 0: a notice gives more"),
+        (("running", "--worker", "1", "--seconds", "-5"), "--seconds -5: a notice gives more"),
+        (("pending", "--worker", "0"), "job 'pending' is Pending: only a running job's"),
+        (("waiting", "--worker", "0"), "job 'waiting' has no workers placed yet"),
+        (("no-such-job", "--worker", "0"), "no training job with id 'no-such-job'"),
+    ]:
+        code, out, err = _cli(capsys, "jobs", "notice", *args)
+        assert code == 2 and expected in err and len(err.strip().splitlines()) == 1, err
+        assert "Traceback" not in out + err
+    assert len(store.notices.of("running")) == 2  # nothing written by a refused notice
+
+
 def test_jobs_stop_ends_a_paused_trial_as_stopped(
     session: Session, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -287,3 +287,47 @@ def lightgbm_held_at_round_5_until_stopped(ctx: WorkerContext) -> None:
     if ctx.task.attempt == 1:
         _at_round(ctx, 5, lambda: _wait_for_stop(ctx))
     train_lightgbm(ctx)
+
+
+COUNTED_STEPS = 40
+
+
+def _count_steps(ctx: WorkerContext, *, listens: bool) -> None:
+    """40 steps of ~50 ms each (validation:logloss = 1/step, as an XGBoost job names it),
+    resumed from the checkpoint of the step
+    reached, one saved every `every_steps` (rank 0 saves: the others hold no state)."""
+    checkpoints = ctx.checkpoints
+    start = 0 if checkpoints is None else checkpoints.resume_step or 0
+    for step in range(start + 1, COUNTED_STEPS + 1):
+        threading.Event().wait(0.05)  # a step's work
+        ctx.report(step, **{"validation:logloss": 1.0 / step})
+        stop = listens and ctx.stop_requested()
+        if checkpoints is not None and ctx.is_chief and (stop or checkpoints.step_due(step)):
+            checkpoints.save(step, {"step": str(step).encode()})
+        if stop:
+            return
+
+
+def count_steps(ctx: WorkerContext) -> None:
+    """Asked to stop, it saves a checkpoint of the step it reached and returns."""
+    _count_steps(ctx, listens=True)
+
+
+def count_steps_deaf_to_stops(ctx: WorkerContext) -> None:
+    """Never asks whether to stop: saves only as `every_steps` says."""
+    _count_steps(ctx, listens=False)
+
+
+def count_steps_sigterm_to_rank1_at_step_5(ctx: WorkerContext) -> None:
+    """`count_steps`, whose rank 1 process gets SIGTERM (its machine's notice) after its 5th
+    step on the first attempt; it trains on."""
+    if ctx.rank == 1 and ctx.task.attempt == 1:
+        original = ctx.report
+
+        def report_then_notice(step: int, **metrics: float) -> None:
+            original(step, **metrics)
+            if step == 5:
+                os.kill(os.getpid(), signal.SIGTERM)
+
+        ctx.report = report_then_notice  # type: ignore[method-assign]
+    count_steps(ctx)

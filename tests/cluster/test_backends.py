@@ -166,6 +166,26 @@ def test_a_program_that_ignores_the_stop_is_ended(backend_session: Session) -> N
     assert (result[0].status, result[0].failure_reason) == (JobStatus.STOPPED, "asked")
 
 
+def test_sigterm_to_a_worker_is_a_notice_and_the_job_goes_on_from_its_next_step(
+    backend_session: Session,
+) -> None:
+    spec = xgboost_spec(
+        instance_count=2,
+        checkpoint={"every_steps": 4, "every_seconds": None},
+        retry={"max_attempts": 0},  # a notice needs no retry
+    )
+    program = programs.count_steps_sigterm_to_rank1_at_step_5
+    record = _run(backend_session, spec, program, tracker=False)
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    first, second = backend_session.store.attempts.of(record.id)
+    assert first.reason == (
+        "worker 1 got a preemption notice (SIGTERM, 30 s): goes on at 2 workers from a checkpoint"
+    )
+    assert second.steps_redone == 0
+    steps = [p.step for p in backend_session.store.metrics(record.id, "validation:logloss")]
+    assert steps == list(range(1, programs.COUNTED_STEPS + 1))
+
+
 def test_what_workers_print_reaches_the_jobs_log(backend_session: Session) -> None:
     record = _run(backend_session, xgboost_spec(), programs.report_three_steps, tracker=False)
     assert record.status is JobStatus.COMPLETED, record.failure_reason

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -16,6 +18,7 @@ from scaletune.worker import (
     Exited,
     Failed,
     Finished,
+    Notice,
     Rendezvous,
     Report,
     WorkerContext,
@@ -187,4 +190,38 @@ def test_prestart_fills_the_pool_for_the_next_jobs(tmp_path: Path) -> None:
         group = backend.launch(_tasks(programs.report_three_steps, 3, tmp_path))
         assert set(group.pids) == warm
         _collect(group, Finished, 3)
+        group.release()
+
+
+def test_sigterm_to_a_busy_worker_is_a_notice_and_it_leaves_once_its_task_ends(
+    warm_backend: LocalBackend, tmp_path: Path
+) -> None:
+    tasks = [
+        dataclasses.replace(task, stop_file=tmp_path / "stop")
+        for task in _tasks(programs.report_until_stopped, 2, tmp_path)
+    ]
+    group = warm_backend.launch(tasks)
+    _collect(group, Report, 1)
+    staying, leaving = group.pids
+    os.kill(leaving, signal.SIGTERM)  # what a spot VM's preemption or a pod's shutdown sends
+    notice = next(e for e in _collect(group, Notice, 1) if isinstance(e, Notice))
+    assert (notice.rank, notice.source) == (1, "SIGTERM")
+    _collect(group, Report, 3)  # it trains on: the job decides when to stop and checkpoint
+    assert pid_alive(leaving)
+    group.request_stop()
+    _collect(group, Finished, 2)
+    group.release()
+    wait_until(lambda: not pid_alive(leaving), timeout=10)
+    assert warm_backend.idle_pids == [staying]  # its machine is going: never handed a task
+
+
+def test_sigterm_to_an_idle_worker_ends_it(tmp_path: Path) -> None:
+    with LocalBackend(preload=()) as backend:
+        backend.prestart(1)
+        (idle,) = backend.idle_pids
+        os.kill(idle, signal.SIGTERM)
+        wait_until(lambda: not pid_alive(idle), timeout=10)
+        group = backend.launch(_tasks(programs.report_three_steps, 1, tmp_path))
+        assert group.pids != [idle]
+        _collect(group, Finished, 1)
         group.release()

@@ -9,6 +9,7 @@ import contextlib
 import inspect
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -444,3 +445,114 @@ def test_an_elastic_job_goes_on_without_a_lost_node_and_grows_onto_one_that_join
         f"placed again {result['back_after_kill']:.1f} s after the kill; "
         f"grown {result['grown_after_join']:.1f} s after the node joined"
     )
+
+
+DRAINED_NODE = textwrap.dedent(
+    """
+    import json, subprocess, sys, threading, time
+    import ray
+    from scaletune.api import Session
+    from scaletune.cluster import RayBackend
+    from scaletune.spec import training_spec_from_dict
+    from scaletune.store import resizes
+
+    address, store, bucket, ray_cli = sys.argv[1:5]
+    data = {"dataset": "breast-cancer"}
+    spec = training_spec_from_dict({
+        "algorithm": "xgboost",
+        "instance_count": {"min": 2, "max": 5},
+        "hyperparameters": {"num_round": 2000, "max_depth": 2, "eval_metric": "auc"},
+        "channels": {"train": data, "validation": data},
+        "cluster": {"backend": "ray", "staging": f"{bucket}/staging"},
+        "checkpoint": {"every_steps": 20, "every_seconds": None},
+        "retry": {"max_attempts": 0},  # a notice needs no retry
+    })
+    placed, drained_at, errors = [], [], []
+
+    with RayBackend(address=address) as backend, Session(store, backend=backend) as session:
+        deadline = time.monotonic() + 60  # the labelled node's CPU counted as free
+        while ray.available_resources().get("CPU", 0) < 5 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        drained = [n["NodeID"] for n in ray.nodes() if n["Alive"] and "drained" in n["Resources"]]
+
+        def drain_after_a_checkpoint(job_id):
+            try:
+                while True:
+                    steps = session.store.metrics(job_id, "validation:auc")
+                    if steps and steps[-1].step >= 25:
+                        break
+                    time.sleep(0.05)
+                # What Ray's autoscaler does before a preempted node ends: drain it.
+                subprocess.run(
+                    [ray_cli, "drain-node", f"--address={address}", "--node-id", drained[0],
+                     "--reason", "DRAIN_NODE_REASON_PREEMPTION", "--reason-message", "spot",
+                     "--deadline-remaining-seconds", "120"],
+                    check=True, capture_output=True, timeout=120,
+                )
+                drained_at.append(time.monotonic())
+            except Exception as error:  # reported in the output, not lost with the thread
+                errors.append(repr(error))
+
+        def on_started(group):
+            placed.append(group.nodes)
+            if len(placed) == 1:
+                job_id = session.store.list_training_jobs()[0].id
+                drain = threading.Thread(target=drain_after_a_checkpoint, args=(job_id,))
+                drain.start()
+
+        record = session.controller.run(session.controller.prepare(spec), on_started=on_started)
+        attempts = session.store.attempts.of(record.id)
+        write_result({
+            "drained": drained,
+            "groups": placed,
+            "errors": errors,
+            "status": record.status.value,
+            "reason": record.failure_reason,
+            "sizes": [a.size for a in attempts],
+            "resizes": [(c.from_size, c.to_size, c.reason) for c in resizes(attempts)],
+            "redone": [a.steps_redone for a in attempts],
+            "notices": [n.to_json_dict() for n in session.store.notices.of(record.id)],
+            "steps": [p.step for p in session.store.metrics(record.id, "validation:auc")],
+        })
+    """
+)
+
+
+def test_a_drained_node_is_a_notice_the_job_leaves_at_a_checkpoint_with_nothing_redone(
+    two_nodes: str, store_path: Path, s3_bucket: str
+) -> None:
+    # 5 CPUs: the head's 2, the second node's 2 and a node to be drained's 1; the elastic job
+    # (2 to 5 workers) starts with 5, its node drained (a spot VM's preemption, as Ray's
+    # autoscaler tells it), and goes on with 4 from the checkpoint its workers save at once.
+    disk = tempfile.mkdtemp(prefix="st-drained-", dir="/tmp")
+    try:
+        _ray(
+            "start",
+            f"--address={two_nodes}",
+            "--num-cpus=1",
+            '--resources={"drained": 1}',
+            TMPDIR=disk,
+        )
+        result = _controller(DRAINED_NODE, two_nodes, store_path, s3_bucket, RAY)
+    finally:
+        with contextlib.suppress(AssertionError):  # its deadline: the machine goes
+            kill_node("drained")
+        shutil.rmtree(disk, ignore_errors=True)
+    outcome = (result["status"], result["reason"], result["resizes"], result["errors"])
+    print("the job's end:", result["status"], result["reason"])  # whole, where pytest cuts it
+    assert result["status"] == "Completed", outcome
+    assert result["sizes"] == [5, 4], outcome
+    (drained,) = result["drained"]
+    first, second = result["groups"]
+    assert drained in first and drained not in second
+    ((from_size, to_size, reason),) = result["resizes"]
+    assert (from_size, to_size) == (5, 4)
+    assert re.fullmatch(
+        r"worker \d got a preemption notice \(Ray drain, 1[01]\d(\.\d+)? s\): goes on at 4 "
+        r"workers from a checkpoint",
+        reason,
+    ), reason
+    assert result["redone"][1] == 0  # from the checkpoint saved as it stopped
+    (notice,) = result["notices"]
+    assert notice["source"] == "Ray drain"
+    assert result["steps"] == list(range(1, 2001))  # each round once

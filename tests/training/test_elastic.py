@@ -130,6 +130,35 @@ def test_a_dnn_job_that_loses_a_worker_goes_on_with_three_then_grows_back_to_fou
     assert not any(pid_alive(pid) for pid in script.groups[0][3:])  # the killed one is gone
 
 
+def test_a_notice_to_a_dnn_worker_shrinks_the_job_at_a_checkpoint_with_nothing_redone(
+    elastic: Session, capacity: SlotsFile
+) -> None:
+    script = Script()
+
+    def notice() -> None:  # a machine says it goes: its slot, then SIGTERM to its worker
+        capacity.write(3)
+        os.kill(script.groups[-1][3], signal.SIGTERM)
+
+    script.at(1, 2, notice)
+    record = _run(elastic, _dnn(epochs=6, retry={"max_attempts": 0}), script)
+
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    attempts = elastic.store.attempts.of(record.id)
+    assert [(a.size, a.status) for a in attempts] == [
+        (4, JobStatus.STOPPED),
+        (3, JobStatus.COMPLETED),
+    ]
+    assert [c.reason for c in resizes(attempts)] == [
+        "worker 3 got a preemption notice (SIGTERM, 30 s): goes on at 3 workers from a checkpoint"
+    ]
+    # Saved as it stopped, mid-epoch: the next attempt redoes no reported epoch.
+    assert attempts[1].resumed_from_step is not None and attempts[1].steps_redone == 0
+    steps = [p.step for p in elastic.store.metrics(record.id, "validation:accuracy")]
+    assert steps == list(range(1, 7))
+    assert record.final_metrics["validation:accuracy"] > 0.9
+    assert not pid_alive(script.groups[0][3])  # gone with its machine, not pooled
+
+
 def _xgboost(**fields: Any) -> dict[str, Any]:
     return {
         "algorithm": "xgboost",

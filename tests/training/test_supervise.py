@@ -8,13 +8,8 @@ from pathlib import Path
 import pytest
 
 from scaletune.store import JobStatus
-from scaletune.training._supervise import (
-    ROOT_CAUSE_SECONDS,
-    Ending,
-    Fault,
-    _with_root_cause,
-    failure,
-)
+from scaletune.training._ending import Ending, Fault
+from scaletune.training._supervise import ROOT_CAUSE_SECONDS, _with_root_cause, failure
 from scaletune.worker import Exited, Failed, LogOutput, WorkerEvent
 
 RESET = "XGBoostError: [12:00:01] socket.cc:81: Failed to recv: Connection reset by peer"

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from scaletune.analysis import analytics_dataframe, summarize
 from scaletune.api import Session
+from scaletune.cluster import Group
 from scaletune.spec import TrainingJobSpec, TuningJobSpec, tuning_spec_from_dict
-from scaletune.store import JobStatus
-from scaletune.training import PreparedJob, TrainingController
+from scaletune.store import JobStatus, NoticeRecord, TrainingJobRecord
+from scaletune.training import PreparedJob, Stopper, TrainingController
 from scaletune.tuning import TuningController, TuningProgress
+from scaletune.worker import Report
 from tests.cluster import programs
 from tests.training.test_controller import _ProgramOverride
 
@@ -350,13 +354,74 @@ def test_parallel_trials_share_the_cores_instead_of_each_taking_every_core(
     assert [p.value for p in session.store.metrics(alone.id, "threads")] == [max(1, cores // 2)]
 
 
+class _CountStepsNoticedOnce(TrainingController):
+    """Trials that count steps; trial 0's worker 1 gets a preemption notice at its 5th."""
+
+    noticed = False
+
+    def prepare(self, spec: TrainingJobSpec, **kwargs: Any) -> PreparedJob:
+        return self._counting(super().prepare(spec, **kwargs))
+
+    def prepare_resume(self, job_id: str) -> PreparedJob:
+        return self._counting(super().prepare_resume(job_id))
+
+    def _counting(self, job: PreparedJob) -> PreparedJob:
+        program = _ProgramOverride(programs.count_steps, tracker=False)
+        return dataclasses.replace(job, algorithm=program)
+
+    def run(
+        self,
+        job: PreparedJob,
+        stop: Stopper | None = None,
+        on_started: Callable[[Group], None] | None = None,
+        on_report: Callable[[Report], None] | None = None,
+    ) -> TrainingJobRecord:
+        def report(event: Report) -> None:
+            if job.id.endswith("-000") and event.step == 5 and not self.noticed:
+                self.noticed = True  # as `jobs notice ID --worker 1` gives it
+                notice = NoticeRecord(1, 1, 30.0, "jobs notice", time.time())
+                self.store.notices.give(job.id, notice)
+            if on_report is not None:
+                on_report(event)
+
+        return super().run(job, stop, on_started, report)
+
+
+def test_a_trial_given_a_notice_pauses_at_a_checkpoint_and_is_resumed_first(
+    session: Session,
+) -> None:
+    controller = _CountStepsNoticedOnce(session.store, session.backend, session.location.jobs_dir)
+    spec = _spec(
+        max_jobs=2,
+        max_parallel_jobs=1,
+        strategy="Random",
+        hyperband=None,
+        training={**_spec_dict()["training"], "retry": {"max_attempts": 0}},
+    )
+    summary = _tune(session, spec, controller)
+
+    assert summary.record.status is JobStatus.COMPLETED
+    first, second = session.store.training_jobs_of(summary.record.id)
+    assert (first.status, second.status) == (JobStatus.COMPLETED,) * 2, first.failure_reason
+    attempts = session.store.attempts.of(first.id)
+    assert [a.status for a in attempts] == [JobStatus.PAUSED, JobStatus.COMPLETED]
+    assert attempts[0].reason == (
+        "worker 1 got a preemption notice (jobs notice, 30 s): paused at a checkpoint, to be "
+        "resumed first"
+    )
+    assert attempts[1].steps_redone == 0
+    steps = [p.step for p in session.store.metrics(first.id, "validation:logloss")]
+    assert steps == list(range(1, programs.COUNTED_STEPS + 1))
+    # Resumed before the next trial started, though the scheduler never paused it.
+    assert second.start_time is not None and attempts[1].start_time < second.start_time
+
+
 def test_a_trial_stopped_by_the_scheduler_is_marked_stopped_early(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Trackers show such a trial as finished (it ran as asked, for less), not killed."""
     from scaletune.simulation._runner import SimulatedTrialRunner
     from scaletune.store import Store
-    from scaletune.training import Stopper
     from tests.simulated import simulated_tuning
 
     stoppers: dict[int, Stopper] = {}

@@ -23,6 +23,7 @@ from scaletune.cli._advise import advise
 from scaletune.cli._experiment import convergence, experiment_app, report
 from scaletune.cli._help import summarise_commands
 from scaletune.cli._live import live_job
+from scaletune.cli._notice import jobs_notice
 from scaletune.cli._options import (
     BackendOption,
     JsonListOption,
@@ -326,6 +327,9 @@ def jobs_stop(job_id: str, store: StoreOption = None) -> None:
     out.print(outcome.message)
 
 
+jobs_app.command("notice")(jobs_notice)
+
+
 @jobs_app.command("resize")
 def jobs_resize(
     job_id: str,
@@ -427,17 +431,19 @@ def _preemptible(job_id: str, stop: Stopper) -> Iterator[None]:
 def _show(store: Store, record: TrainingJobRecord, json_output: bool) -> None:
     rejected = store.rejected(record.id)
     attempts = store.attempts.of(record.id)
+    notices = store.notices.of(record.id)
     if json_output:
         print_json(
             record.to_json_dict()
             | {
                 "attempts": [attempt.to_json_dict() for attempt in attempts],
                 "sizes": [change.to_json_dict() for change in resizes(attempts)],
+                "notices": [notice.to_json_dict() for notice in notices],
                 "rejected_metrics": [dataclasses.asdict(item) for item in rejected],
             }
         )
     else:
-        job_summary(out, record, rejected, attempts)
+        job_summary(out, record, rejected, attempts, notices)
 
 
 def _terminate_as_interrupt(signum: int, frame: FrameType | None) -> NoReturn:

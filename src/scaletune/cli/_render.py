@@ -11,6 +11,7 @@ from rich.table import Table
 from scaletune.store import (
     AttemptRecord,
     JobStatus,
+    NoticeRecord,
     RejectedMetric,
     TrainingJobRecord,
     resizes,
@@ -73,6 +74,7 @@ def job_summary(
     record: TrainingJobRecord,
     rejected: list[RejectedMetric] | None = None,
     attempts: list[AttemptRecord] | None = None,
+    notices: list[NoticeRecord] | None = None,
 ) -> None:
     from scaletune.diagnostics import critical_batch_advice
 
@@ -102,6 +104,8 @@ def job_summary(
         table.add_row("diagnosis", advice)
     if attempts and (len(attempts) > 1 or attempts[-1].checkpoint_step is not None):
         table.add_row("attempts", "\n".join(_attempt_line(attempt) for attempt in attempts))
+    if notices:
+        table.add_row("notices", "\n".join(_notice_line(notice) for notice in notices))
     if record.artifact:
         table.add_row("model", record.artifact)
     if record.log_dir:
@@ -124,6 +128,14 @@ def _workers(record: TrainingJobRecord, attempts: list[AttemptRecord]) -> str:
     if record.requested_size is not None:
         text += f"\nasked for {record.requested_size} (jobs resize)"
     return text
+
+
+def _notice_line(notice: NoticeRecord) -> str:
+    when = datetime.fromtimestamp(notice.given_at).strftime("%H:%M:%S")
+    return (
+        f"worker {notice.rank} (attempt {notice.attempt}): {notice.source} at {when}, its "
+        f"machine going {notice.seconds:g} s later"
+    )
 
 
 def _attempt_line(attempt: AttemptRecord) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import pickle
-import signal
 import socket
 import subprocess
 import sys
@@ -23,7 +22,15 @@ from scaletune.cluster._slots import FixedSlots, Slots, slots_from
 from scaletune.cluster._starters import WorkerProcess, WorkerStarter, default_starter
 from scaletune.errors import ClusterTooSmallError, LaunchAbandonedError, WorkerStartError
 from scaletune.spec import BackendName, ClusterSpec
-from scaletune.worker import Exited, Finished, Heartbeat, Ready, WorkerEvent, WorkerTask
+from scaletune.worker import (
+    Exited,
+    Finished,
+    Heartbeat,
+    Notice,
+    Ready,
+    WorkerEvent,
+    WorkerTask,
+)
 
 KILL_GRACE_SECONDS = 2.0
 ROOM_POLL_SECONDS = 0.2  # how often a job waiting for free slots looks again
@@ -223,6 +230,7 @@ class WorkerGroup:
         self._finished: set[int] = set()  # ranks that finished their task
         self._ended = False
         self._heard = [time.monotonic()] * len(workers)  # when each rank last said anything
+        self._leaving: set[int] = set()  # ranks noticed of their machine's end: never reused
 
     @property
     def pids(self) -> list[int]:
@@ -255,6 +263,8 @@ class WorkerGroup:
                         continue
                     if isinstance(event, Finished):
                         self._finished.add(rank)
+                    elif isinstance(event, Notice):
+                        self._leaving.add(rank)
                     events.append(event)
             except (EOFError, OSError):
                 dead.add(rank)
@@ -291,11 +301,13 @@ class WorkerGroup:
             self.kill()
         elif not self._ended:
             self._ended = True
-            self._backend._give_back(self._workers)
+            leaving = [self._workers[rank] for rank in sorted(self._leaving)]
+            _stop_workers(leaving, polite=False)
+            self._backend._give_back([w for w in self._workers if w not in leaving])
             self._backend._free(len(self._workers))
 
     def kill(self) -> None:
-        """End every worker now: SIGTERM, then SIGKILL for any stuck in a collective."""
+        """End every worker now (SIGKILL: one stuck in a collective ends too)."""
         if not self._ended:
             self._ended = True
             _stop_workers(self._workers, polite=False)
@@ -309,22 +321,20 @@ def _stop_pool(idle: list[_Worker], starter: WorkerStarter) -> None:
 
 
 def _stop_workers(workers: Sequence[_Worker], polite: bool = True) -> None:
-    """Idle workers are asked to leave; busy or stuck ones are terminated, then killed."""
+    """Idle workers are asked to leave (and killed if they do not); busy ones are killed."""
     workers = list(workers)
     for worker in workers:
         with contextlib.suppress(OSError, ValueError):
             if polite and worker.alive():
                 worker.conn.send(None)
-            else:
-                worker.process.terminate()
-                # A stopped (SIGSTOP) worker acts on SIGTERM only once it runs again.
-                worker.process.send_signal(signal.SIGCONT)
+            else:  # not SIGTERM: to a busy worker, that is a preemption notice (`Departure`)
+                worker.process.kill()
     deadline = time.monotonic() + KILL_GRACE_SECONDS
     for worker in workers:
         try:
             worker.process.wait(max(deadline - time.monotonic(), 0.0))
         except subprocess.TimeoutExpired:
-            worker.process.kill()  # stuck in a collective: SIGTERM is not enough
+            worker.process.kill()
             worker.process.wait()
         with contextlib.suppress(OSError, ValueError):
             worker.conn.close()

@@ -26,6 +26,7 @@ from scaletune.worker import (
     Failed,
     Finished,
     Heartbeat,
+    Notice,
     Ready,
     WorkerContext,
     WorkerEvent,
@@ -40,6 +41,8 @@ HEARTBEAT_SECONDS = 1.0  # well inside any heartbeat timeout a job may set (>= 3
 def serve(conn: Connection, parent_pid: int) -> None:
     # Ctrl-C reaches the whole process group; the controller decides what happens to workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Before any thread starts, so that every thread (OpenMP's, gloo's) inherits the mask.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     _exit_with_parent(parent_pid)
     remember_environment()  # before the preloaded modules change it
     sys_path, preload = conn.recv()
@@ -53,6 +56,8 @@ def serve(conn: Connection, parent_pid: int) -> None:
         with lock:
             conn.send(event)
 
+    departure = Departure(send)
+    departure.watch()
     while True:
         try:
             message = conn.recv()
@@ -61,9 +66,58 @@ def serve(conn: Connection, parent_pid: int) -> None:
         if message is None:
             return
         rank, payload = message
-        with _heartbeat(send, rank):
-            result = run_payload(rank, payload, send)
-        send(result)
+        with departure.task(rank):
+            with _heartbeat(send, rank):
+                result = run_payload(rank, payload, send)
+            send(result)
+        if departure.leaving:  # its machine is going: no next task here
+            return
+
+
+class Departure:
+    """SIGTERM to a worker process (what a spot VM's preemption or a pod's shutdown sends):
+    while it runs a task, a notice to its controller, which checkpoints the job and goes on
+    without it; the worker trains on meanwhile and leaves once its task ends. While it waits
+    for a task, it ends at once, as SIGTERM's default would.
+
+    SIGTERM is blocked in every thread and taken by one thread that waits for it: a handler
+    would run in whichever thread the kernel picks, interrupting the system call it was in
+    (a collective's socket read) with EINTR."""
+
+    def __init__(self, send: Callable[[WorkerEvent], None]) -> None:
+        self._send = send
+        self._lock = threading.Lock()
+        self._rank: int | None = None  # the rank of the task running, if any
+        self.leaving = False
+
+    def watch(self) -> None:
+        threading.Thread(target=self._wait, name="scaletune-notices", daemon=True).start()
+
+    @contextlib.contextmanager
+    def task(self, rank: int) -> Iterator[None]:
+        with self._lock:
+            self._rank = rank
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._rank = None
+
+    def _wait(self) -> None:
+        while True:
+            signal.sigwait({signal.SIGTERM})
+            with self._lock:
+                rank, noticed = self._rank, self.leaving
+                if rank is None:  # idle: nothing to save, end as SIGTERM ends a process
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+                    signal.raise_signal(signal.SIGTERM)
+                    return
+                self.leaving = True
+            if not noticed:  # a second SIGTERM says nothing new
+                try:
+                    self._send(Notice(rank))
+                except OSError:  # the controller is gone: the parent watch ends this process
+                    return
 
 
 @contextlib.contextmanager

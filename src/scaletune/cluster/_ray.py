@@ -15,6 +15,7 @@ import importlib
 import math
 import os
 import pickle
+import signal
 import sys
 import tempfile
 import threading
@@ -22,6 +23,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import psutil
@@ -29,6 +31,7 @@ import psutil
 from scaletune.cluster._backend import DEFAULT_PRELOAD, Abandon
 from scaletune.cluster._process import run_payload
 from scaletune.cluster._programs import check_importable
+from scaletune.cluster._ray_drains import DrainedNodes
 from scaletune.cluster._rendezvous import LOOPBACK, free_port
 from scaletune.errors import (
     ClusterTooSmallError,
@@ -42,6 +45,7 @@ from scaletune.worker import (
     Failed,
     Finished,
     LogOutput,
+    Notice,
     WorkerEvent,
     WorkerTask,
     remember_environment,
@@ -98,7 +102,22 @@ class _Worker:
         self._lock = threading.Lock()
         self._stopped: set[str] = set()  # jobs asked to stop
         self._log: _LogTail | None = None
+        self._rank: int | None = None  # the rank of the task running, if any
         remove_stale_logs(Path(tempfile.gettempdir()))
+        # Ray makes an actor in its process's main thread, where signal handlers are set.
+        self._ray_sigterm = signal.signal(signal.SIGTERM, self._sigterm)
+
+    def _sigterm(self, signum: int, frame: FrameType | None) -> None:
+        """A running task's worker is told its machine goes (a pod's shutdown, a spot VM's
+        notice): a notice to the controller, and the task goes on; an idle one ends as Ray
+        ends its workers."""
+        with self._lock:
+            rank = self._rank
+            if rank is not None:
+                self._events.append(Notice(rank))
+                return
+        if callable(self._ray_sigterm):
+            self._ray_sigterm(signum, frame)
 
     def address(self) -> tuple[str, int]:
         """Where this worker can be reached: its node's address and a free port there."""
@@ -118,14 +137,14 @@ class _Worker:
         os.close(handle)
         log = _LogTail(rank, Path(name))
         with self._lock:
-            self._log = log
+            self._log, self._rank = log, rank
         try:
             return run_payload(
                 rank, payload, self._put, stop_signal=self._stop_requested, log_path=log.path
             )
         finally:
             with self._lock:
-                self._log = None
+                self._log, self._rank = None, None
                 self._events.extend(log.close())
                 self._stopped.clear()  # one task at a time: any stop was for this one
 
@@ -242,6 +261,7 @@ class RayBackend:
         self._closed = False
         # The XGBoost tracker runs in the controller: workers on other nodes reach it here.
         self.rendezvous_host = LOOPBACK if address is None else ray.util.get_node_ip_address()
+        self.drained = DrainedNodes()  # nodes on their way out: no room, notices
         # On a running cluster (an address), a tuning job's parallel trials spread over nodes
         # of unknown size: each job's workers share their node's cores as if alone there
         # (WorkerContext.threads). A Ray started here runs them all on this machine's cores.
@@ -298,9 +318,10 @@ class RayBackend:
 
     def capacity(self, cluster: ClusterSpec) -> int | None:
         """Workers of `cluster`'s size the Ray cluster could place now beside those running,
-        idle groups counted as room (they give way): a node lost or added shows here."""
+        idle groups counted as room (they give way): a node lost, added or being drained
+        shows here."""
         bundle = WorkerResources.of(cluster).bundle()
-        available = dict(self._ray.available_resources())
+        available = self.drained.available(dict(self._ray.available_resources()))
         with self._lock:
             idle = list(self._idle)
         for placed in idle:
@@ -501,6 +522,8 @@ class RayWorkerGroup:
         # again; when each rank's actor last answered one.
         self._drains: dict[int, Any] = {}
         self._heard = [time.monotonic()] * len(runs)
+        self._bundle_nodes: dict[int, str] = {}  # rank -> its node's id, once placed
+        self._noticed: set[int] = set()  # ranks whose machine goes (SIGTERM, a drained node)
 
     @property
     def pids(self) -> list[int]:
@@ -510,15 +533,36 @@ class RayWorkerGroup:
     def locations(self) -> list[str]:
         """From the placement group's bundles (rank r's actor holds bundle r) and the node
         table, so a worker that is not answering does not hold this up."""
-        from ray.util.placement_group import placement_group_table
 
-        bundles = placement_group_table(self._placed.group).get("bundles_to_node_id") or {}
+        bundles = self._node_of_rank()
         addresses = {node["NodeID"]: node["NodeManagerAddress"] for node in self._ray.nodes()}
         where = []
         for rank in range(len(self._placed.actors)):
-            node = str(bundles.get(rank, ""))
+            node = bundles.get(rank, "")
             where.append(f"{addresses.get(node, 'unknown')} node {node[:8] or '?'}")
         return where
+
+    def _node_of_rank(self) -> dict[int, str]:
+        """Rank r's actor holds bundle r: its node, from the placement group's table (kept
+        once known: a placed group's bundles stay where they are)."""
+        if len(self._bundle_nodes) < len(self._placed.actors):
+            from ray.util.placement_group import placement_group_table
+
+            bundles = placement_group_table(self._placed.group).get("bundles_to_node_id") or {}
+            self._bundle_nodes = {int(rank): str(node) for rank, node in bundles.items()}
+        return self._bundle_nodes
+
+    def _drain_notices(self) -> list[Notice]:
+        """A notice for each worker whose node began to drain since the last poll."""
+        draining = self._backend.drained.now()
+        if not draining:
+            return []
+        notices = []
+        for rank, node in self._node_of_rank().items():
+            if node in draining and rank not in self._noticed and rank not in self._done:
+                self._noticed.add(rank)
+                notices.append(Notice(rank, "Ray drain", draining[node]))
+        return notices
 
     @property
     def nodes(self) -> list[str]:
@@ -565,6 +609,8 @@ class RayWorkerGroup:
             if isinstance(outcome, Finished):
                 self._finished.add(rank)
             events.append(outcome)
+        events += self._drain_notices()
+        self._noticed.update(event.rank for event in events if isinstance(event, Notice))
         return events
 
     def silent_ranks(self, timeout: float) -> list[int]:
@@ -585,8 +631,9 @@ class RayWorkerGroup:
         return len(self._finished) == len(self._runs)
 
     def release(self) -> None:
-        """Back to the pool if every task finished; otherwise the actors are killed."""
-        if not self.all_finished:
+        """Back to the pool if every task finished and no worker's machine is going;
+        otherwise the actors are killed."""
+        if not self.all_finished or self._noticed:
             self.kill()
         elif not self._ended:
             self._ended = True

@@ -147,6 +147,13 @@ class ClusterSpec(Frozen):
         "its workers: a folder every node shares or an object-storage URL (s3://bucket/prefix); "
         "the controller's temporary folder if unset (one machine)",
     )
+    notice_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="how long a worker that gets SIGTERM has before its machine goes (a pod's "
+        "grace period, Kubernetes' default 30 s; a spot VM's notice, 30 s to 2 min): the job "
+        "saves a checkpoint and goes on without it within that time",
+    )
 
 
 class DistributionSpec(Frozen):

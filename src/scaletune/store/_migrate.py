@@ -76,6 +76,9 @@ def open_schema(conn: Connection) -> str | None:
             if column not in present:
                 conn.execute(text(f"ALTER TABLE tuning_jobs ADD COLUMN {column} {sql_type}"))
         version = _set_version(conn, "11")
+    if version == "11":  # version 12: the worker_notices table
+        metadata.create_all(conn)
+        version = _set_version(conn, "12")
     return version
 
 

@@ -169,6 +169,31 @@ class TuningJobRecord:
 
 
 @dataclass(frozen=True)
+class NoticeRecord:
+    """A worker told that its machine leaves (a spot VM's preemption, a pod's shutdown, a
+    drained node, or `jobs notice`): the job saves a checkpoint and goes on without it."""
+
+    attempt: int
+    rank: int
+    seconds: float  # from given_at until the machine goes
+    source: str  # "SIGTERM", "jobs notice", ...
+    given_at: float
+
+    @property
+    def deadline(self) -> float:
+        return self.given_at + self.seconds
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "attempt": self.attempt,
+            "rank": self.rank,
+            "seconds": self.seconds,
+            "source": self.source,
+            "given_at": _iso(self.given_at),
+        }
+
+
+@dataclass(frozen=True)
 class AttemptRecord:
     """One run of a job's worker group: the first, a retry, or a resume by hand."""
 

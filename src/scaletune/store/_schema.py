@@ -18,7 +18,7 @@ from sqlalchemy import (
     Text,
 )
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 metadata = MetaData()
 
@@ -205,4 +205,20 @@ job_attempts = Table(
     Column("checkpoint_step", Integer),  # its latest complete checkpoint
     Column("workers", Text),  # JSON: where each rank ran (host and pid, or Ray node)
     Index("ix_job_attempts_job_number", "job_id", "number", unique=True),
+)
+
+# Version 12: preemption notices a job's workers got (their machine leaves at a deadline).
+worker_notices = Table(
+    "worker_notices",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column(
+        "job_id", String(96), ForeignKey("training_jobs.id", ondelete="CASCADE"), nullable=False
+    ),
+    Column("attempt", Integer, nullable=False),  # the attempt whose worker got it
+    Column("rank", Integer, nullable=False),
+    Column("seconds", Float, nullable=False),  # from given_at to the machine's end
+    Column("source", String(32), nullable=False),  # SIGTERM, jobs notice, a Ray drain
+    Column("given_at", Float, nullable=False),
+    Index("ix_worker_notices_job_attempt", "job_id", "attempt"),
 )

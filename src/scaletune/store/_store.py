@@ -35,6 +35,7 @@ from scaletune.store._attempts import AttemptLog
 from scaletune.store._browse import BrowseQueries, job_filters
 from scaletune.store._engine import engines_for, safe_url
 from scaletune.store._migrate import open_schema
+from scaletune.store._notices import NoticeLog
 from scaletune.store._patience import (
     CONTROLLER_PATIENCE,
     NO_WAIT,
@@ -150,6 +151,7 @@ class Store:
     def _set_patience(self, patience: Patience) -> None:
         self.patience = patience
         self.attempts = AttemptLog(self._engine, self._autocommit, patience, self.describe)
+        self.notices = NoticeLog(self._autocommit, patience, self.describe)
         # Reads over a tuning job's trials; counts and change marks, for pages.
         self.trials = TrialQueries(self._autocommit, patience, self.describe)
         self.browse = BrowseQueries(self._autocommit, patience, self.describe)

@@ -147,6 +147,7 @@ class StoredStart:
 class StoredTrainingSpec:
     backend: str = "local"
     cpus_per_worker: float = 1.0
+    notice_seconds: float = 30.0  # a worker's time from SIGTERM to its machine's end
     staging: str | None = None  # where the job staged its data, as written
     min_instance_count: int | None = None  # an elastic job's fewest workers
     start_from: StoredStart | None = None
@@ -163,6 +164,7 @@ class StoredTrainingSpec:
         return cls(
             backend=str(cluster.get("backend") or _default(cls, "backend")),
             cpus_per_worker=float(cluster.get("cpus_per_worker", _default(cls, "cpus_per_worker"))),
+            notice_seconds=float(cluster.get("notice_seconds", _default(cls, "notice_seconds"))),
             staging=staging if isinstance(staging, str) else None,
             min_instance_count=raw.get("min_instance_count"),
             start_from=None if not start else StoredStart(str(start["job"]), start.get("step")),

@@ -213,3 +213,4 @@ class JobRun:
     writer: ReportWriter
     on_started: Callable[[Group], None] | None
     on_report: Callable[[Report], None]
+    in_tuning_job: bool = False  # a trial: on a notice it pauses, and its tuning job resumes it

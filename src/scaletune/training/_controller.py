@@ -12,7 +12,7 @@ import os
 import shutil
 import socket
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
@@ -35,6 +35,7 @@ from scaletune.store import (
     JobStatus,
     MetricPoint,
     NewTrainingJob,
+    NoticeRecord,
     Store,
     TrainingJobRecord,
 )
@@ -49,22 +50,16 @@ from scaletune.training._attempt import (
     worker_tasks,
     write_shards,
 )
+from scaletune.training._ending import Ending, Fault, ResizeCheck, Resizing
 from scaletune.training._ids import new_job_id
 from scaletune.training._inherit import copy_checkpoint, read_inheritance
+from scaletune.training._notices import AttemptNotices, Respond
 from scaletune.training._paths import SCRATCH_PREFIX, JobPaths
 from scaletune.training._prepared import PreparedJob
 from scaletune.training._report_writer import ReportWriter, replay
 from scaletune.training._staging import JobStaging, check_writable
 from scaletune.training._stopper import Stopper
-from scaletune.training._supervise import (
-    AttemptState,
-    Ending,
-    Fault,
-    ResizeCheck,
-    Resizing,
-    Timing,
-    supervise,
-)
+from scaletune.training._supervise import AttemptState, Timing, supervise
 from scaletune.worker import Report
 
 
@@ -250,7 +245,18 @@ class TrainingController:
                 reported = _tracked(tracker, reported)
             staging = JobStaging.create(job.spec.cluster.staging, job.id, scratch)
             shards = write_shards(job, staging)
-            run = JobRun(job, staging, shards, stop, started, live, writer, on_started, reported)
+            run = JobRun(
+                job,
+                staging,
+                shards,
+                stop,
+                started,
+                live,
+                writer,
+                on_started,
+                reported,
+                in_tuning_job=earlier.tuning_job_id is not None,
+            )
             redo_from = job.reached_step if state.number > 1 else None
             retries = 0  # a resumed job has its own retries again
             while True:
@@ -422,6 +428,14 @@ class TrainingController:
         self.store.attempts.set_workers(job.id, state.number, live.group.locations)
         if run.on_started is not None:
             run.on_started(live.group)
+        notices = AttemptNotices(
+            self.store,
+            job.id,
+            state.number,
+            job.spec.cluster.notice_seconds,
+            self.clock,
+            self._notice_response(run, state.size),
+        )
         return supervise(
             run,
             live.group,
@@ -430,7 +444,41 @@ class TrainingController:
             clock=self.clock,
             timing=self.timing,
             resize=self._resize_check(job, state.size) if job.spec.elastic else None,
+            notices=notices,
         )
+
+    def _notice_response(self, run: JobRun, size: int) -> Respond:
+        """What the job does when workers of an attempt at `size` get a notice: an elastic
+        job with enough left goes on without them (with replacements where there is room);
+        a trial that cannot pauses, and its tuning job resumes it before any other; any other
+        job goes on at its size once there is room. From a checkpoint its workers save as
+        they stop, so no step is done twice; and a notice never fails a job."""
+        job, hurried = run.job, self.store.without_waiting()
+
+        def respond(leaving: Sequence[NoticeRecord]) -> Ending:
+            first = leaving[0]
+            ranks = ", ".join(str(notice.rank) for notice in leaving)
+            noticed = (
+                f"{'workers' if len(leaving) > 1 else 'worker'} {ranks} got a preemption "
+                f"notice ({first.source}, {first.seconds:g} s)"
+            )
+            staying = size - len(leaving)
+            goes_on = job.spec.elastic and staying >= job.spec.min_workers
+            if run.in_tuning_job and not goes_on:
+                return Ending(
+                    JobStatus.PAUSED, f"{noticed}: paused at a checkpoint, to be resumed first"
+                )
+            try:
+                to = self._placeable(job, held=staying, store=hurried)
+            except StoreUnavailableError:  # room unknown: without them, or as it was
+                to = max(staying, job.spec.min_workers) if job.spec.elastic else size
+            return Ending(
+                JobStatus.STOPPED,
+                f"{noticed}: goes on at {to} workers from a checkpoint",
+                resize_to=to,
+            )
+
+        return respond
 
     def _retryable(self, job: PreparedJob, ending: Ending, stop: Stopper) -> bool:
         """Whether the job's retry policy mends this ending at all."""

@@ -3,49 +3,23 @@ workers that fail, die or fall silent; and which of those endings a retry can me
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 
 from scaletune.clock import Clock
 from scaletune.cluster import Group
 from scaletune.store import JobStatus, MetricPoint, RejectedMetric
 from scaletune.training._attempt import JobRun
-from scaletune.worker import CheckpointSaved, Exited, Failed, Finished, LogOutput, Report
+from scaletune.training._ending import Ending, Fault, ResizeCheck
+from scaletune.training._notices import AttemptNotices
+from scaletune.worker import CheckpointSaved, Exited, Failed, Finished, LogOutput, Notice, Report
 
 ROOT_CAUSE_SECONDS = 0.5
-
-
-class Fault(Enum):
-    """Why an attempt failed, as the retry policy sees it."""
-
-    INFRASTRUCTURE = "infrastructure"  # a worker killed, lost or silent; a start that broke
-    PROGRAM = "program"  # the training program raised: retried only if the job says so
-    CONFIGURATION = "configuration"  # asks what the cluster can never give: never retried
-
-
-@dataclass(frozen=True)
-class Ending:
-    status: JobStatus
-    reason: str | None = None
-    fault: Fault | None = None  # for a Failed ending: which kind
-    resize_to: int | None = None  # an elastic job ended the attempt to go on at this size
-
-
-@dataclass(frozen=True)
-class Resizing:
-    """An elastic job's new size, and why."""
-
-    size: int
-    reason: str
-
-
-# Asked at each stop check while an elastic job trains: a size to move to, or None.
-ResizeCheck = Callable[[], Resizing | None]
 
 
 @dataclass
@@ -78,12 +52,13 @@ def supervise(
     clock: Clock,
     timing: Timing,
     resize: ResizeCheck | None = None,
+    notices: AttemptNotices | None = None,
 ) -> Ending:
     spec, log_path, writer = run.job.spec, run.job.paths.log_path, run.writer
     stop, started, on_report = run.stop, run.started, run.on_report
     deadline = started + spec.max_runtime_seconds
     heartbeat_timeout = spec.retry.heartbeat_timeout_seconds
-    next_stop_check = next_flush = clock.monotonic()
+    next_stop_check = next_flush = next_notice_check = clock.monotonic()
     finished: set[int] = set()
     cut_short = False  # a worker's program ended because it was asked to
     stopping: Ending | None = None  # set once the workers were asked to stop
@@ -92,6 +67,7 @@ def supervise(
     while len(finished) < spec.tasks_at(state.size):
         now = clock.monotonic()
         failures: list[Failed | Exited] = []
+        noticed = False  # a worker's machine is going, and it is news
         wait = min(timing.poll_seconds, max(min(deadline, grace_ends) - now, 0.0))
         for event in group.poll(wait):
             if isinstance(event, Report):
@@ -119,6 +95,8 @@ def supervise(
                 cut_short = cut_short or event.stopped
             elif isinstance(event, Failed | Exited):
                 failures.append(event)
+            elif isinstance(event, Notice) and notices is not None:
+                noticed = notices.from_worker(event) or noticed
         if spec.tensorflow_parameter_server and 0 in finished and not servers_told:
             # The chief's training loop is the job; its workers and parameter servers serve
             # until told to end (their stop ends them at once, and they finish).
@@ -128,7 +106,9 @@ def supervise(
             failures, silent = _with_root_cause(log_path, group, failures, heartbeat_timeout)
             broken = failure(failures, spec.task_name, silent)
             if stopping is not None:  # it was ending anyway: it ends as asked, without a model
-                return Ending(stopping.status, f"{stopping.reason}; then {broken.reason}")
+                # (and a resize, or a notice's, goes on in a new attempt all the same)
+                reason = f"{stopping.reason}; then {broken.reason}"
+                return dataclasses.replace(stopping, reason=reason)
             return broken
         now = clock.monotonic()
         silent = group.silent_ranks(heartbeat_timeout)
@@ -143,6 +123,16 @@ def supervise(
             next_flush = now + timing.metrics_flush_seconds
             writer.metrics(state.pending)
             state.pending.clear()
+        if notices is not None:
+            if now >= next_notice_check:  # `jobs notice`'s, through the store
+                next_notice_check = now + timing.stop_check_seconds
+                noticed = notices.from_store() or noticed
+            # A stop asked stays as asked; a resize under way is planned again without them.
+            if noticed and (stopping is None or stopping.resize_to is not None):
+                stopping = notices.respond(notices.leaving)
+                group.request_stop()  # the workers save a checkpoint as they stop
+            if noticed:  # whatever it was ending for, their machines go at the deadline
+                grace_ends = min(grace_ends, now + notices.seconds_left())
         if stopping is not None:
             if now >= grace_ends:  # the program did not stop by itself: it is killed
                 return stopping

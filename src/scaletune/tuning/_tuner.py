@@ -204,6 +204,8 @@ class _Run:
         self.lock = threading.Lock()  # searcher and scheduler are used from trial threads
         self.running: dict[int, _Trial] = {}
         self.paused: dict[int, str] = {}  # trial number -> job id, waiting for a promotion
+        # Paused by a preemption notice, not by the scheduler: resumed before anything else.
+        self.preempted: dict[int, str] = {}
         self.proposed = 0
         self.tally = Tally.of_spec(spec)
         self.priors = warm_start(self.store, spec, self.searcher)
@@ -381,10 +383,14 @@ class _Run:
             and len(self.running) < self.spec.max_parallel_jobs
             and self._lease_held()  # renewed before a trial starts: never one too many
         ):
+            if self.preempted:
+                number = min(self.preempted)
+                self._resume(number, self.preempted.pop(number))
+                continue
             with self.lock:
                 promoted = self.scheduler.promote()
             if promoted is not None:
-                self._promote(promoted)
+                self._resume(promoted, self.paused.pop(promoted))
                 continue
             if self.proposed >= self.spec.max_jobs:
                 break
@@ -433,9 +439,9 @@ class _Run:
             return
         self._start_prepared(number, job_id, full)
 
-    def _promote(self, number: int) -> None:
-        """A paused trial goes on from its checkpoint: the same job, a new attempt."""
-        job_id = self.paused.pop(number)
+    def _resume(self, number: int, job_id: str) -> None:
+        """A paused trial (promoted, or preempted) goes on from its checkpoint: the same job,
+        a new attempt."""
         record = self.store.get_training_job(job_id)
         if record.status is not JobStatus.PAUSED:  # ended meanwhile (`jobs stop`)
             self.tally.outcomes[record.status] += 1
@@ -460,14 +466,16 @@ class _Run:
 
     def _end_paused(self) -> None:
         """The trials still paused when the tuning job ends will not go on: Stopped."""
-        if not self.paused:
+        waiting = self.paused | self.preempted
+        if not waiting:
             return
         self.store.end_paused_trials(self.id, "; not promoted before the tuning job ended")
-        self.tally.outcomes[JobStatus.STOPPED] += len(self.paused)
+        self.tally.outcomes[JobStatus.STOPPED] += len(waiting)
         with self.lock:
-            for number in self.paused:
+            for number in waiting:
                 self.scheduler.on_end(number)
         self.paused.clear()
+        self.preempted.clear()
 
     def _start_prepared(self, number: int, job_id: str, full: int | None) -> None:
         stopper = Stopper()
@@ -525,6 +533,9 @@ class _Run:
             return
         record = self.store.get_training_job(trial.job_id)
         paused = record.status is JobStatus.PAUSED
+        if paused and not trial.stopper.is_set():  # its machine's notice, not the scheduler's
+            self.preempted[number] = trial.job_id  # it goes on: nothing to learn from yet
+            return
         if paused:
             self.paused[number] = trial.job_id
         else:

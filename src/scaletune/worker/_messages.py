@@ -69,4 +69,15 @@ class Heartbeat:
     rank: int
 
 
-WorkerEvent = Report | Finished | Failed | Exited | LogOutput | CheckpointSaved | Heartbeat
+@dataclass(frozen=True)
+class Notice:
+    """This worker's machine is going away (SIGTERM: a spot VM's notice, a pod's shutdown):
+    the job checkpoints and goes on without it. The worker trains on until its task ends,
+    then leaves rather than wait for another."""
+
+    rank: int
+    source: str = "SIGTERM"
+    seconds: float | None = None  # until the machine goes, if the notice says (the job's own)
+
+
+WorkerEvent = Report | Finished | Failed | Exited | LogOutput | CheckpointSaved | Heartbeat | Notice

@@ -71,7 +71,7 @@ def run_script(ctx: WorkerContext) -> None:
             # a scheduling group of its own, and a TensorFlow job whose ranks each had one
             # stepped slower (benchmarks/results/tf_sessions.md).
             process_group=0,
-            preexec_fn=_die_with_parent,
+            preexec_fn=_prepare_child,
         )
         tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         readers = [
@@ -182,8 +182,10 @@ def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
         os.killpg(process.pid, signum)
 
 
-def _die_with_parent() -> None:
-    """In the child: the kernel kills the script if its worker dies (even by SIGKILL)."""
+def _prepare_child() -> None:
+    """In the child: SIGTERM works again (its worker blocks it, and a mask is inherited),
+    and the kernel kills the script if its worker dies (even by SIGKILL)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 

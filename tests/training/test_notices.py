@@ -1,0 +1,151 @@
+"""Preemption notices with real workers: a worker's machine about to go (its SIGTERM, or
+`jobs notice` through the store) makes the job save a checkpoint at its next step and go on in
+a new attempt, nothing redone and no retry spent; a notice too short to save in time is never
+worse than a loss."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import time
+from collections.abc import Callable
+from typing import Any
+
+from scaletune.api import Session
+from scaletune.spec import TrainingJobSpec, training_spec_from_dict
+from scaletune.store import JobStatus, NoticeRecord, TrainingJobRecord
+from scaletune.worker import Report, WorkerProgram
+from tests.cluster import programs
+from tests.cluster.programs import COUNTED_STEPS
+from tests.conftest import pid_alive
+from tests.training.test_controller import _ProgramOverride
+
+BREAST_CANCER = {"dataset": "breast-cancer"}
+
+
+def _spec(**fields: Any) -> TrainingJobSpec:
+    raw: dict[str, Any] = {
+        "algorithm": "xgboost",
+        "instance_count": 2,
+        "hyperparameters": {"num_round": 30, "max_depth": 3, "eval_metric": "auc"},
+        "channels": {"train": BREAST_CANCER, "validation": BREAST_CANCER},
+        "checkpoint": {"every_steps": 4, "every_seconds": None},
+        "retry": {"max_attempts": 0},  # a notice must not need a retry
+        **fields,
+    }
+    return training_spec_from_dict(raw)
+
+
+def _run(
+    session: Session,
+    spec: TrainingJobSpec,
+    at_step: int,
+    action: Callable[[str, list[int]], None],
+    program: WorkerProgram | None = None,
+) -> tuple[TrainingJobRecord, list[list[int]]]:
+    """Run `spec` (its workers running `program` if given); at the first attempt's report of
+    `at_step`, `action(job_id, pids)`. Returns the job and each attempt's worker pids."""
+    job = session.controller.prepare(spec)
+    if program is not None:
+        job = dataclasses.replace(job, algorithm=_ProgramOverride(program, tracker=False))
+    groups: list[list[int]] = []
+
+    def report(event: Report) -> None:
+        if len(groups) == 1 and event.step == at_step:
+            action(job.id, groups[0])
+
+    record = session.controller.run(
+        job, on_started=lambda group: groups.append(group.pids), on_report=report
+    )
+    return record, groups
+
+
+def _notice(session: Session, rank: int, seconds: float) -> Callable[[str, list[int]], None]:
+    """As `scaletune jobs notice ID --worker RANK --seconds S` gives it."""
+
+    def give(job_id: str, pids: list[int]) -> None:
+        session.store.notices.give(
+            job_id, NoticeRecord(1, rank, seconds, "jobs notice", time.time())
+        )
+
+    return give
+
+
+def _steps(session: Session, record: TrainingJobRecord, metric: str) -> list[int]:
+    return [point.step for point in session.store.metrics(record.id, metric)]
+
+
+def test_a_notice_saves_a_checkpoint_at_the_next_step_and_nothing_is_redone(
+    session: Session,
+) -> None:
+    record, _ = _run(
+        session, _spec(), 5, _notice(session, rank=1, seconds=30), programs.count_steps
+    )
+
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    attempts = session.store.attempts.of(record.id)
+    assert [(a.size, a.status) for a in attempts] == [
+        (2, JobStatus.STOPPED),
+        (2, JobStatus.COMPLETED),
+    ]
+    assert attempts[0].reason == (
+        "worker 1 got a preemption notice (jobs notice, 30 s): goes on at 2 workers from a "
+        "checkpoint"
+    )
+    # From the checkpoint saved as it stopped, past the periodic ones: no step done twice.
+    resumed = attempts[1].resumed_from_step
+    assert resumed is not None and resumed >= 5
+    assert attempts[1].steps_redone == 0
+    assert _steps(session, record, "validation:logloss") == list(range(1, COUNTED_STEPS + 1))
+    (notice,) = session.store.notices.of(record.id)
+    assert (notice.attempt, notice.rank, notice.source) == (1, 1, "jobs notice")
+
+
+def test_a_notice_too_short_to_save_in_is_a_loss_at_worst_never_a_failure(
+    session: Session,
+) -> None:
+    # A program that never asks whether to stop: at the deadline its workers go unsaved.
+    record, groups = _run(
+        session,
+        _spec(),
+        5,
+        _notice(session, rank=0, seconds=0.2),
+        programs.count_steps_deaf_to_stops,
+    )
+
+    assert record.status is JobStatus.COMPLETED, record.failure_reason  # with no retries left
+    attempts = session.store.attempts.of(record.id)
+    assert [a.status for a in attempts] == [JobStatus.STOPPED, JobStatus.COMPLETED]
+    assert "preemption notice (jobs notice, 0.2 s)" in (attempts[0].reason or "")
+    resumed = attempts[1].resumed_from_step  # a periodic checkpoint, as after a loss
+    assert resumed is not None and resumed % 4 == 0
+    assert _steps(session, record, "validation:logloss") == list(range(1, COUNTED_STEPS + 1))
+    assert not any(pid_alive(pid) for pid in groups[0])
+
+
+def test_sigterm_to_a_fixed_size_xgboost_worker_ends_with_the_uninterrupted_model(
+    session: Session,
+) -> None:
+    plain = session.controller.run(session.controller.prepare(_spec()))
+
+    def sigterm(job_id: str, pids: list[int]) -> None:  # a pod's shutdown, a spot VM's notice
+        os.kill(pids[1], signal.SIGTERM)
+
+    record, groups = _run(session, _spec(), 6, sigterm)
+
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    attempts = session.store.attempts.of(record.id)
+    assert [(a.size, a.status) for a in attempts] == [
+        (2, JobStatus.STOPPED),
+        (2, JobStatus.COMPLETED),
+    ]
+    assert attempts[0].reason == (
+        "worker 1 got a preemption notice (SIGTERM, 30 s): goes on at 2 workers from a checkpoint"
+    )
+    assert attempts[1].steps_redone == 0
+    assert _steps(session, record, "validation:auc") == list(range(1, 31))
+    assert record.final_metrics == plain.final_metrics
+    (notice,) = session.store.notices.of(record.id)
+    assert (notice.rank, notice.source, notice.seconds) == (1, "SIGTERM", 30.0)
+    assert not pid_alive(groups[0][1])  # its machine is going: the worker left with it
