@@ -140,7 +140,8 @@ def test_a_notice_to_a_dnn_worker_shrinks_the_job_at_a_checkpoint_with_nothing_r
         os.kill(script.groups[-1][3], signal.SIGTERM)
 
     script.at(1, 2, notice)
-    record = _run(elastic, _dnn(epochs=6, retry={"max_attempts": 0}), script)
+    channels = {"train": DIGITS, "validation": DIGITS, "test": DIGITS}
+    record = _run(elastic, _dnn(epochs=6, retry={"max_attempts": 0}, channels=channels), script)
 
     assert record.status is JobStatus.COMPLETED, record.failure_reason
     attempts = elastic.store.attempts.of(record.id)
@@ -151,8 +152,10 @@ def test_a_notice_to_a_dnn_worker_shrinks_the_job_at_a_checkpoint_with_nothing_r
     assert [c.reason for c in resizes(attempts)] == [
         "worker 3 got a preemption notice (SIGTERM, 30 s): goes on at 3 workers from a checkpoint"
     ]
-    # Saved as it stopped, mid-epoch: the next attempt redoes no reported epoch.
+    # Saved as it stopped, mid-epoch: the next attempt redoes no reported epoch (the test
+    # metrics wait for the job's end: nothing is reported past the checkpoint).
     assert attempts[1].resumed_from_step is not None and attempts[1].steps_redone == 0
+    assert [p.step for p in elastic.store.metrics(record.id, "test:accuracy")] == [6]
     steps = [p.step for p in elastic.store.metrics(record.id, "validation:accuracy")]
     assert steps == list(range(1, 7))
     assert record.final_metrics["validation:accuracy"] > 0.9

@@ -127,12 +127,21 @@ def test_a_notice_too_short_to_save_in_is_a_loss_at_worst_never_a_failure(
 def test_sigterm_to_a_fixed_size_xgboost_worker_ends_with_the_uninterrupted_model(
     session: Session,
 ) -> None:
-    plain = session.controller.run(session.controller.prepare(_spec()))
+    # Sampled rows and columns: a checkpoint falls on a sampling period's end (every 4
+    # rounds here), and a stop the job goes on from trains on to the next one.
+    sampled = {
+        "num_round": 30,
+        "max_depth": 3,
+        "eval_metric": "auc",
+        "subsample": 0.8,
+        "colsample_bytree": 0.7,
+    }
+    plain = session.controller.run(session.controller.prepare(_spec(hyperparameters=sampled)))
 
     def sigterm(job_id: str, pids: list[int]) -> None:  # a pod's shutdown, a spot VM's notice
         os.kill(pids[1], signal.SIGTERM)
 
-    record, groups = _run(session, _spec(), 6, sigterm)
+    record, groups = _run(session, _spec(hyperparameters=sampled), 6, sigterm)
 
     assert record.status is JobStatus.COMPLETED, record.failure_reason
     attempts = session.store.attempts.of(record.id)
@@ -144,6 +153,7 @@ def test_sigterm_to_a_fixed_size_xgboost_worker_ends_with_the_uninterrupted_mode
         "worker 1 got a preemption notice (SIGTERM, 30 s): goes on at 2 workers from a checkpoint"
     )
     assert attempts[1].steps_redone == 0
+    assert (attempts[1].resumed_from_step or 0) % 4 == 0
     assert _steps(session, record, "validation:auc") == list(range(1, 31))
     assert record.final_metrics == plain.final_metrics
     (notice,) = session.store.notices.of(record.id)

@@ -76,6 +76,9 @@ class Agreement:
         self._clock = clock
         self._next = start + 1  # the first round's end
         self._last = (start, clock())
+        # The stop agreed is one the job goes on from (WorkerContext.stop_goes_on), on every
+        # rank alike: one rank may learn of a stop's kind later than another.
+        self.goes_on = False
 
     def after(self, step: int) -> tuple[bool, bool]:
         ctx, checkpoints = self._ctx, self._ctx.checkpoints
@@ -83,11 +86,14 @@ class Agreement:
         if step < self._next:
             return False, by_count
         by_time = checkpoints is not None and checkpoints.time_due()
+        stop = ctx.stop_requested()
         wanted = np.array(
-            [int(ctx.stop_requested()), int(by_time), self._rounds_to_next(step)], dtype=np.int64
+            [int(stop), int(by_time), self._rounds_to_next(step), int(stop and ctx.stop_goes_on())],
+            dtype=np.int64,
         )
         if ctx.world_size > 1:
             wanted = collective.allreduce(wanted, collective.Op.MAX)
+        self.goes_on = bool(wanted[3])
         self._next = step + int(wanted[2])
         if self._period > 1:  # and on every sampling period's round, where checkpoints fall
             self._next = min(self._next, (step // self._period + 1) * self._period)

@@ -31,8 +31,9 @@ class Group(Protocol):
 
     def poll(self, timeout: float) -> list[WorkerEvent]: ...
 
-    def request_stop(self) -> None:
-        """Ask every task to end at its next step (WorkerContext.stop_requested)."""
+    def request_stop(self, goes_on: bool = False) -> None:
+        """Ask every task to end at its next step (WorkerContext.stop_requested); `goes_on`:
+        the job goes on from the checkpoint they save (WorkerContext.stop_goes_on)."""
         ...
 
     def silent_ranks(self, timeout: float) -> list[int]:

@@ -23,6 +23,7 @@ from scaletune.cluster._starters import WorkerProcess, WorkerStarter, default_st
 from scaletune.errors import ClusterTooSmallError, LaunchAbandonedError, WorkerStartError
 from scaletune.spec import BackendName, ClusterSpec
 from scaletune.worker import (
+    GOES_ON,
     Exited,
     Finished,
     Heartbeat,
@@ -270,17 +271,22 @@ class WorkerGroup:
                 dead.add(rank)
         for rank in sorted(dead):
             self._done.add(rank)
+            if rank in self._finished:  # it finished its task, then left (its machine going)
+                continue
             process = self._workers[rank].process
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(KILL_GRACE_SECONDS)
             events.append(Exited(rank, process.returncode))
         return events
 
-    def request_stop(self) -> None:
-        """Ask every task to end at its next step: the stop file they all watch appears. A
-        file, not a signal: a signal interrupts the collective's socket calls (EINTR)."""
-        if self._stop_file is not None:
-            self._stop_file.touch()
+    def request_stop(self, goes_on: bool = False) -> None:
+        """Ask every task to end at its next step: the stop file they all watch appears
+        (saying whether the job goes on). A file, not a signal: a signal interrupts the
+        collective's socket calls (EINTR)."""
+        if self._stop_file is not None and not self._stop_file.exists():
+            partial = self._stop_file.with_name(f".{self._stop_file.name}.partial")
+            partial.write_text(GOES_ON if goes_on else "", encoding="utf-8")
+            partial.replace(self._stop_file)  # never seen half-written
 
     def silent_ranks(self, timeout: float) -> list[int]:
         now = time.monotonic()

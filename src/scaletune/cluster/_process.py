@@ -147,7 +147,7 @@ def run_payload(
     payload: bytes,
     send: Callable[[WorkerEvent], None],
     *,
-    stop_signal: Callable[[str], bool] | None = None,
+    stop_signal: Callable[[str], str | None] | None = None,
     log_path: Path | None = None,
 ) -> Finished | Failed:
     """Run one pickled task to its end; its reports go to `send` as they come.
@@ -168,7 +168,9 @@ def run_payload(
 
 
 def _run(
-    task: WorkerTask, send: Callable[[WorkerEvent], None], stop_signal: Callable[[], bool] | None
+    task: WorkerTask,
+    send: Callable[[WorkerEvent], None],
+    stop_signal: Callable[[], str | None] | None,
 ) -> Finished | Failed:
     with _output_to(task.log_path), _temp_files_in(task):
         print(  # which machine ran which rank: the first thing to know on a cluster

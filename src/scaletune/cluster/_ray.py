@@ -41,6 +41,7 @@ from scaletune.errors import (
 )
 from scaletune.spec import BackendName, ClusterSpec, Placement
 from scaletune.worker import (
+    GOES_ON,
     Exited,
     Failed,
     Finished,
@@ -100,7 +101,7 @@ class _Worker:
             importlib.import_module(module)
         self._events: list[WorkerEvent] = []
         self._lock = threading.Lock()
-        self._stopped: set[str] = set()  # jobs asked to stop
+        self._stopped: dict[str, str] = {}  # jobs asked to stop -> the stop's kind
         self._log: _LogTail | None = None
         self._rank: int | None = None  # the rank of the task running, if any
         remove_stale_logs(Path(tempfile.gettempdir()))
@@ -148,12 +149,12 @@ class _Worker:
                 self._events.extend(log.close())
                 self._stopped.clear()  # one task at a time: any stop was for this one
 
-    def stop(self, job_id: str) -> None:
+    def stop(self, job_id: str, goes_on: bool = False) -> None:
         with self._lock:
-            self._stopped.add(job_id)
+            self._stopped.setdefault(job_id, GOES_ON if goes_on else "")
 
-    def _stop_requested(self, job_id: str) -> bool:
-        return job_id in self._stopped
+    def _stop_requested(self, job_id: str) -> str | None:
+        return self._stopped.get(job_id)
 
     def _put(self, event: WorkerEvent) -> None:
         with self._lock:
@@ -621,10 +622,10 @@ class RayWorkerGroup:
             if rank not in self._done and now - heard > timeout
         ]
 
-    def request_stop(self) -> None:
+    def request_stop(self, goes_on: bool = False) -> None:
         """Ask every task to end at its next step, through its actor (on any node)."""
         for actor in self._placed.actors:
-            actor.stop.remote(self._job_id)
+            actor.stop.remote(self._job_id, goes_on)
 
     @property
     def all_finished(self) -> bool:

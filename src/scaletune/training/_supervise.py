@@ -130,7 +130,7 @@ def supervise(
             # A stop asked stays as asked; a resize under way is planned again without them.
             if noticed and (stopping is None or stopping.resize_to is not None):
                 stopping = notices.respond(notices.leaving)
-                group.request_stop()  # the workers save a checkpoint as they stop
+                group.request_stop(goes_on=True)  # the workers save a checkpoint as they stop
             if noticed:  # whatever it was ending for, their machines go at the deadline
                 grace_ends = min(grace_ends, now + notices.seconds_left())
         if stopping is not None:
@@ -153,11 +153,16 @@ def supervise(
         if stopping is not None:
             # Ask first: a program that checks ends cleanly at its next step (saving a
             # checkpoint, where the job keeps them) and its workers stay warm.
-            group.request_stop()
+            group.request_stop(goes_on=_goes_on(stopping))
             grace_ends = now + (stop.grace_seconds or timing.stop_grace_seconds)
     # A program that ran to its end before it saw the stop is complete, model and all: a trial
     # paused at a rung after its last step (a race with fast rounds) is not paused unsaved.
     return stopping if stopping is not None and cut_short else Ending(JobStatus.COMPLETED)
+
+
+def _goes_on(ending: Ending) -> bool:
+    """Whether the job goes on from the checkpoint its workers save as they stop."""
+    return ending.resize_to is not None or ending.status is JobStatus.PAUSED
 
 
 def _with_root_cause(

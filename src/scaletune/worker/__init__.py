@@ -15,6 +15,7 @@ from scaletune.worker._messages import (
     WorkerEvent,
 )
 from scaletune.worker._task import (
+    GOES_ON,
     ChannelShard,
     Rendezvous,
     RendezvousNeeds,
@@ -24,6 +25,7 @@ from scaletune.worker._task import (
 )
 
 __all__ = [
+    "GOES_ON",
     "ChannelShard",
     "CheckpointSaved",
     "Exited",

@@ -61,6 +61,10 @@ class ChannelShard:
         return self.files.read_rows(*self.bounds(rank, world_size))
 
 
+# A stop file's text (and Ray's stop flag) when the job goes on from the checkpoint its
+# workers save as they stop (a resize, a preemption notice, a tuner's pause).
+GOES_ON = "goes on"
+
 # A worker program is a module-level function, so it pickles by reference.
 WorkerProgram = Callable[["WorkerContext"], None]
 
@@ -105,11 +109,12 @@ class WorkerContext:
         self,
         task: WorkerTask,
         send: Callable[[WorkerEvent], None],
-        stop_signal: Callable[[], bool] | None = None,
+        stop_signal: Callable[[], str | None] | None = None,
     ) -> None:
         self.task = task
         self._send = send
-        self._stop_signal = stop_signal  # how a backend without the stop file asks (Ray)
+        # How a backend without the stop file asks (Ray): None, or the stop's kind.
+        self._stop_signal = stop_signal
         self.stop_seen = False  # stop_requested() said yes: the program may end unfinished
         plan = task.checkpoint
         self._reported_step = None if plan is None else plan.resume_reported_step
@@ -123,10 +128,29 @@ class WorkerContext:
         """The controller asks this task to end at its next step (early stopping, a stop, the
         time limit). Programs that check it end cleanly, save what they have, and their
         workers stay warm; programs that do not are killed after a grace period."""
-        asked = self._stop_signal is not None and self._stop_signal()
-        asked = asked or (self.task.stop_file is not None and self.task.stop_file.exists())
+        asked = self._asked() is not None
         self.stop_seen = self.stop_seen or asked
         return asked
+
+    def stop_goes_on(self) -> bool:
+        """Whether the stop asked is one the job goes on from, in a new attempt from the
+        checkpoint saved as it stops (a resize, a preemption notice, a tuner's pause): the
+        program need not finish its model (the DNN skips its test evaluation)."""
+        return self._asked() == GOES_ON
+
+    def _asked(self) -> str | None:
+        """None while no stop is asked; else its kind ("" to end, GOES_ON)."""
+        if self._stop_signal is not None:
+            kind = self._stop_signal()
+            if kind is not None:
+                return kind
+        stop_file = self.task.stop_file
+        if stop_file is None:
+            return None
+        try:
+            return stop_file.read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            return None
 
     @property
     def rank(self) -> int:

@@ -58,7 +58,8 @@ def train_dnn(ctx: WorkerContext) -> None:
     if not ctx.is_chief:
         return
     model = model.to(device)
-    if test is not None:
+    # A job that goes on from this stop's checkpoint reports its test metrics at its end.
+    if test is not None and not ctx.stop_goes_on():
         ctx.report(epochs_run, **evaluate(model, Examples.of(test, device), "test"))
     save_model(model.cpu(), run.config, ctx.model_dir)
     (ctx.model_dir / "hyperparameters.json").write_text(

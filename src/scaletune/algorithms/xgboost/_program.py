@@ -39,6 +39,7 @@ def train_xgboost(ctx: WorkerContext) -> None:
         )
         saved = start  # the newest round a checkpoint holds
         agreement = Agreement(ctx, start, period)
+        stop_at: int | None = None  # the round to stop after, once a stop is agreed
         # xgboost.train's loop, so that a resumed run continues at the same round: with the
         # same data and workers it grows the very trees an uninterrupted run would.
         for round_index in range(start, hyperparameters.num_round):
@@ -49,13 +50,19 @@ def train_xgboost(ctx: WorkerContext) -> None:
             if evals:
                 ctx.report(step, **_parse_eval(booster.eval_set(evals, iteration=round_index)))
             stop, due = agreement.after(step)
+            if stop and stop_at is None:
+                # A stop the job goes on from (a resize, a notice, a pause) trains on to the
+                # sampling period's end, so that its checkpoint holds every round reported.
+                end = min(step + -step % period, hyperparameters.num_round)
+                stop_at = end if agreement.goes_on else step
+            ending = stop_at is not None and step >= stop_at
             # Only a round whose samplers start fresh can be resumed exactly: a checkpoint
             # due by time waits for the next one; a stop keeps the last one passed.
             whole = step - step % period
-            if checkpoints is not None and whole > saved and (stop or (due and whole == step)):
+            if checkpoints is not None and whole > saved and (ending or (due and whole == step)):
                 _save_checkpoint(ctx, booster, whole)
                 saved = whole
-            if stop:
+            if ending:
                 break
         if "test" in matrices:  # evaluation is collective: every rank takes part
             ctx.report(
