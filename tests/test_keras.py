@@ -21,6 +21,7 @@ from scaletune.reporting import (
     CHECKPOINT_STEP_ENV,
     REPORT_ENV,
     REPORT_PREFIX,
+    STOP_GOES_ON_ENV,
 )
 from tests.conftest import require_tensorflow
 
@@ -130,3 +131,41 @@ def test_weights_are_checkpointed_and_restored(
     assert (folder / WEIGHTS_FILE).is_file()
     for mine, theirs in zip(resumed.get_weights(), model.get_weights(), strict=True):
         np.testing.assert_array_equal(mine, theirs)
+
+
+def test_a_stop_the_job_goes_on_from_finishes_the_epoch_and_checkpoints_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A preemption notice, a resize or a pause: SIGTERM after the worker said the job goes
+    on (`scaletune.stop_goes_on`): the epoch under way ends, is saved, and fit ends."""
+    from scaletune.keras import ReportCallback
+
+    folder, root, goes_on = tmp_path / "checkpoint", tmp_path / "checkpoints", tmp_path / "on"
+    folder.mkdir()
+    monkeypatch.setenv(REPORT_ENV, "stdout")
+    monkeypatch.setenv(CHECKPOINT_DIR_ENV, str(folder))
+    monkeypatch.setenv(CHECKPOINT_ROOT_ENV, str(root))
+    monkeypatch.setenv(CHECKPOINT_SAVES_ENV, "1")
+    monkeypatch.setenv(STOP_GOES_ON_ENV, str(goes_on))
+
+    class NoticeAtEpoch2Batch1(_keras().callbacks.Callback):  # type: ignore[misc]
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            if self.epoch == 1 and batch == 1:
+                goes_on.touch()  # as the worker does, before its SIGTERM
+                os.kill(os.getpid(), signal.SIGTERM)
+
+        def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+            self.epoch = epoch
+
+    features, labels = _data()
+    history = _model().fit(
+        features,
+        labels,
+        epochs=50,
+        batch_size=16,
+        verbose=0,
+        callbacks=[NoticeAtEpoch2Batch1(), ReportCallback(checkpoint_every=10)],
+    )
+    assert len(history.history["loss"]) == 2  # epoch 2 ran to its end, then fit ended
+    assert [r["step"] for r in _reports(capsys.readouterr().out)] == [1, 2]
+    assert [c.step for c in CheckpointFolder(str(root)).complete()] == [2]  # not due by count

@@ -34,6 +34,7 @@ from scaletune.api import Session
 from scaletune.checkpoints import CheckpointFolder
 from scaletune.cluster import Group, LocalBackend, SlotsFile
 from scaletune.spec import training_spec_from_dict
+from scaletune.store import TrainingJobRecord
 
 SPOT_PRICE = 0.3  # of the on-demand price of a worker-second
 CHECKPOINT_SECONDS = 10
@@ -127,9 +128,13 @@ def _signal(pid: int, sig: int) -> bool:
     return True
 
 
-def _run(
-    session: Session, raw: dict[str, Any], trace: Callable[[CheckpointFolder], SpotTrace] | None
-) -> dict[str, Any]:
+Played = Callable[[CheckpointFolder], SpotTrace]  # a trace, once given the job's checkpoints
+
+
+def run_under(
+    session: Session, raw: dict[str, Any], trace: Played | None
+) -> tuple[TrainingJobRecord, SpotTrace | None]:
+    """The job run to its end, under the trace if any (played from its first placement)."""
     job = session.controller.prepare(training_spec_from_dict(raw))
     assert job.checkpoints is not None
     played = None if trace is None else trace(job.checkpoints)
@@ -138,6 +143,11 @@ def _run(
     finally:
         if played is not None:
             played.finish()
+    return record, played
+
+
+def _run(session: Session, raw: dict[str, Any], trace: Played | None) -> dict[str, Any]:
+    record, played = run_under(session, raw, trace)
     attempts = session.store.attempts.of(record.id)
     billable = record.billable_seconds or 0.0
     return {

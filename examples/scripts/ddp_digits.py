@@ -7,6 +7,11 @@ scaletune.report(), which does nothing when the script runs alone.
 Resuming: each epoch, rank 0 writes its state into $SCALETUNE_CHECKPOINT_DIR and every rank
 calls scaletune.checkpoint(epoch) (rank 0's call saves the folder). When a worker dies, the
 job is retried, and every rank finds that state back in its folder and goes on from there.
+
+Stopping: scaletune asks a script to end with SIGTERM (a stop, a tuner's verdict, a worker's
+machine given a preemption notice). `scaletune.StopRequest` turns it into a flag; the ranks
+agree on it at each epoch's end, after its checkpoint, and leave together: a job that goes
+on (a notice, a resize) does so from that epoch, nothing done twice.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 import scaletune
+from scaletune.torch import agreed
 
 
 def main() -> None:
@@ -63,6 +69,7 @@ def main() -> None:
     # An elastic job starts the script again at each resize: WORLD_SIZE is the new size.
     print(f"rank {rank} of {world}, from epoch {first_epoch}", flush=True)
     wrapped = DistributedDataParallel(model) if world > 1 else model
+    stop = scaletune.StopRequest()  # scaletune's SIGTERM, read at each epoch's end
     for epoch in range(first_epoch, args.epochs + 1):
         shuffled = np.random.default_rng(epoch).permutation(shard)
         for start in range(0, len(shuffled), args.batch_size):
@@ -80,6 +87,8 @@ def main() -> None:
             state = {"model": model.state_dict(), "optimizer": optimizer.state_dict()}
             torch.save({**state, "epoch": epoch}, state_file)
         scaletune.checkpoint(epoch)  # rank 0 saves the folder; the others return at once
+        if agreed(stop.requested):  # asked to end: this epoch is saved, every rank leaves
+            break
     if rank == 0:
         out = Path(os.environ.get("SCALETUNE_MODEL_DIR", "."))
         torch.save(model.state_dict(), out / "model.pt")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from scaletune._lazy import lazy_names
-from scaletune.reporting import checkpoint, report
+from scaletune.reporting import StopRequest, checkpoint, report, stop_goes_on
 
 if TYPE_CHECKING:
     from scaletune.api import Estimator, Session, TrainingJob, Tuner, TuningJob
@@ -41,6 +41,7 @@ __all__ = [
     "JobNotFoundError",
     "ScaletuneError",
     "Session",
+    "StopRequest",
     "StoreError",
     "TrainingJob",
     "TrainingJobSpec",
@@ -50,4 +51,5 @@ __all__ = [
     "checkpoint",
     "load_training_spec",
     "report",
+    "stop_goes_on",
 ]

@@ -21,7 +21,13 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from scaletune.reporting import CHECKPOINT_DIR_ENV, CHECKPOINT_STEP_ENV, checkpoint, report
+from scaletune.reporting import (
+    CHECKPOINT_DIR_ENV,
+    CHECKPOINT_STEP_ENV,
+    checkpoint,
+    report,
+    stop_goes_on,
+)
 
 WEIGHTS_FILE = "keras.weights.h5"  # in the checkpoint folder; Keras 3 wants this suffix
 VALIDATION_PREFIX = "val_"
@@ -64,12 +70,15 @@ def _callback_on(base: type) -> type:  # one class for each Keras
 
     class ReportCallback(base):  # type: ignore[misc]
         """Report each epoch's logs (step = epochs done); end `fit` cleanly on a stop;
-        with `checkpoint_every`, save the weights as the job's checkpoint that often."""
+        with `checkpoint_every`, save the weights as the job's checkpoint that often. A stop
+        the job goes on from (its machine's preemption notice, a resize, a pause) finishes
+        the epoch and saves a checkpoint of it first, so no epoch is done twice."""
 
         def __init__(self, checkpoint_every: int | None = None) -> None:
             super().__init__()
             self.checkpoint_every = checkpoint_every
             self._previous: Any = None
+            self._save_and_stop = False  # at the epoch's end
 
         def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
             # A stop is SIGTERM to the script: finish the batch and leave fit, not die in it.
@@ -84,12 +93,18 @@ def _callback_on(base: type) -> type:  # one class for each Keras
             report(step, **metric_names(logs or {}))
             every = self.checkpoint_every
             folder = os.environ.get(CHECKPOINT_DIR_ENV)
-            if every and folder and step % every == 0:
+            due = bool(every) and step % (every or 1) == 0
+            if folder and (due or self._save_and_stop):
                 self.model.save_weights(str(Path(folder) / WEIGHTS_FILE))
                 checkpoint(step)
+            if self._save_and_stop:
+                self.model.stop_training = True
 
         def _stop(self, signum: int, frame: FrameType | None) -> None:
-            self.model.stop_training = True
+            if stop_goes_on():
+                self._save_and_stop = True
+            else:
+                self.model.stop_training = True
 
     return ReportCallback
 

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
+from types import FrameType
 
 REPORT_ENV = "SCALETUNE_REPORT"
 REPORT_PREFIX = "@@scaletune-report "
@@ -24,6 +27,9 @@ CHECKPOINT_SAVES_ENV = "SCALETUNE_CHECKPOINT_SAVES"  # "1" on the rank that save
 CHECKPOINT_STEP_ENV = "SCALETUNE_CHECKPOINT_STEP"  # the step restored, when resuming
 # Seconds a collective should wait on a peer: past it, the attempt is retried as hung.
 COLLECTIVE_TIMEOUT_ENV = "SCALETUNE_COLLECTIVE_TIMEOUT_SECONDS"
+# A file that appears, before the SIGTERM that asks the script to end, when the job goes on
+# from the checkpoint the script saves as it stops (a preemption notice, a resize, a pause).
+STOP_GOES_ON_ENV = "SCALETUNE_STOP_GOES_ON_FILE"
 
 _last_reported: int | None = None
 
@@ -67,3 +73,48 @@ def checkpoint(step: int) -> bool:
     sys.stdout.write(CHECKPOINT_PREFIX + json.dumps({"step": int(step), "seconds": seconds}) + "\n")
     sys.stdout.flush()
     return True
+
+
+def stop_goes_on() -> bool:
+    """After scaletune's SIGTERM: whether the job goes on from the checkpoint this script saves
+    now (its machine's preemption notice, a resize, a tuner's pause), so save one at the next
+    step it can resume from, then exit; otherwise the job ends, so exit. False outside
+    scaletune."""
+    path = os.environ.get(STOP_GOES_ON_ENV)
+    return path is not None and Path(path).exists()
+
+
+class StopRequest:
+    """SIGTERM, which scaletune sends a script to end it, as a flag the training loop reads
+    at its next step instead of an end mid-step with nothing saved:
+
+        stop = scaletune.StopRequest()
+        for step in ...:
+            train_one_step()
+            if stop.requested:
+                if stop.goes_on:
+                    save_and_checkpoint(step)  # scaletune.checkpoint(step)
+                break
+
+    A distributed script's ranks get it at different moments: agree first (with PyTorch,
+    `scaletune.torch.agreed(stop.requested)`). Made in the main thread (signal handlers are
+    set there); `close()` puts the earlier handler back. Outside scaletune it never comes."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._previous = signal.signal(signal.SIGTERM, self._requested)
+
+    def _requested(self, signum: int, frame: FrameType | None) -> None:
+        self._event.set()
+
+    @property
+    def requested(self) -> bool:
+        return self._event.is_set()
+
+    @property
+    def goes_on(self) -> bool:
+        """The job goes on from the checkpoint saved now (see `stop_goes_on`)."""
+        return self.requested and stop_goes_on()
+
+    def close(self) -> None:
+        signal.signal(signal.SIGTERM, self._previous)

@@ -18,7 +18,8 @@ The gain comes from each micro-batch's own gradient (a hook on each parameter, b
 averages it) and the averaged one (`.grad`), plus one all-reduce of one number a step. With
 accumulation, divide each micro-batch's loss by `accumulation_steps`, as usual.
 
-`MicroBatchNorms` is that measurement, which the built-in classifier uses too."""
+`MicroBatchNorms` is that measurement, which the built-in classifier uses too. `agreed` is how
+a DDP script's ranks agree on a stop (`scaletune.StopRequest`) before they act on it."""
 
 from __future__ import annotations
 
@@ -155,3 +156,17 @@ class AdaScale:
         """Removes the hooks from the model's parameters."""
         if self._norms is not None:
             self._norms.close()
+
+
+def agreed(flag: bool) -> bool:
+    """Whether any rank's `flag` is set (one all-reduce of one number over the default
+    process group; the flag itself without one). Ranks learn of a stop at different moments
+    (each gets its own SIGTERM): agreeing first, they all save and leave at the same step,
+    and none waits alone in the next collective. Call it on every rank at the same step."""
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return flag
+    backend = dist.get_backend()
+    device = torch.device("cuda", torch.cuda.current_device()) if backend == "nccl" else None
+    value = torch.tensor([1.0 if flag else 0.0], device=device)
+    dist.all_reduce(value, op=dist.ReduceOp.MAX)
+    return bool(value.item() > 0)

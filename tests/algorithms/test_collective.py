@@ -26,6 +26,9 @@ class _Chief:
         self.asked.append(self.step)
         return self.step >= self.stop_at
 
+    def stop_goes_on(self) -> bool:  # asked only of a stop: one that ends the job
+        return False
+
 
 def _run(
     ctx: _Chief, seconds_a_round: float, rounds: int, period: int = 1

@@ -72,6 +72,10 @@ def test_lower_is_better_is_read_from_the_metric_name(
         (["nope"], "nope"),
         (["{job}", "--metric", "validation:error"], "never reported 'validation:error'"),
         (["{job}", "--probe", "2", "--probe-steps", "2"], "--probe-steps 2"),
+        (["{job}", "--preemptions-per-hour", "-1"], "--preemptions-per-hour -1: give a number"),
+        (["{job}", "--preemptions-per-hour", "1", "--spot-price", "0"], "--spot-price 0"),
+        (["{job}", "--preemptions-per-hour", "1", "--notice-seconds", "nan"], "--notice-seconds"),
+        (["{job}", "--max-time-ratio", "0.5"], "--max-time-ratio 0.5: give a number of at least"),
     ],
 )
 def test_bad_advice_requests_exit_2_with_one_line(
@@ -93,3 +97,27 @@ def test_advice_on_an_elastic_run_names_the_range_to_ask_for(
     assert code == 0
     assert "- as an elastic job: instance_count = { min = 1, max = 2 }" in out
     assert "0.4 s on 2 (the same run, resized)" in out
+
+
+def test_advice_on_spot_capacity_compares_the_mixes_and_recommends_one(
+    trained: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["advise", trained, "--preemptions-per-hour", "20", "--notice-seconds", "30"]
+    code, out, _ = _cli(capsys, *args, "--json")
+    assert code == 0
+    spot = json.loads(out)["spot"]
+    mixes = {m["mix"]: m for m in spot["mixes"]}
+    assert set(mixes) == {"on-demand", "elastic spot", "mixed"}
+    assert spot["recommended_mix"] in mixes
+    assert (spot["spot_price"], spot["fewest_workers"]) == (0.3, 1)  # half of its 2 workers
+    assert mixes["on-demand"]["spot_worker_seconds"] == 0
+    assert mixes["elastic spot"]["on_demand_worker_seconds"] == 0
+    # A job that ends in seconds is rarely preempted: spot costs about 0.3 of on-demand (a
+    # little less where a preemption leaves it on 1 worker for the rest).
+    ratio = (
+        mixes["elastic spot"]["cost_in_on_demand_worker_seconds"]
+        / mixes["on-demand"]["cost_in_on_demand_worker_seconds"]
+    )
+    assert 0.2 < ratio < 0.4
+    code, out, _ = _cli(capsys, *args)
+    assert code == 0 and "On spot capacity: 20 preemptions a machine an hour" in out

@@ -310,3 +310,35 @@ def test_jobs_stop_ends_a_paused_trial_as_stopped(
     assert (record.end_time, record.billable_seconds) == (2.0, 2.0)  # the pause's, kept
     code, out, _ = _cli(capsys, "jobs", "stop", "t-000")
     assert "already ended: Stopped" in out
+
+
+def test_prices_kept_in_the_store_price_the_jobs_whose_file_gives_none(
+    session: Session, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from scaletune.store import JobOutcome, JobStatus, NewTrainingJob
+
+    store = session.store
+    store.create_training_job(NewTrainingJob("spot-job", None, "dnn", {}, {}, 3, 1.0, ""))
+    billed = {"on-demand": 10.0, "spot": 20.0}
+    done = JobOutcome(JobStatus.COMPLETED, 1.0, 11.0, 10.0, 30.0, {}, billable_by_class=billed)
+    store.finish_training_job("spot-job", done)
+    code, out, _ = _cli(capsys, "prices")
+    assert code == 0 and "no prices set" in out
+    code, out, _ = _cli(capsys, "jobs", "show", "spot-job", "--json")
+    assert json.loads(out)["cost_by_class"] is None
+    code, out, _ = _cli(capsys, "prices", "--on-demand", "1", "--spot", "0.3")
+    assert code == 0 and "a worker-second costs 1 on on-demand, 0.3 on spot" in out
+    code, out, _ = _cli(capsys, "jobs", "show", "spot-job", "--json")
+    assert json.loads(out)["cost_by_class"] == pytest.approx({"on-demand": 10.0, "spot": 6.0})
+    code, out, _ = _cli(capsys, "jobs", "show", "spot-job")
+    assert "30.00 worker-seconds (10.00 on-demand, 20.00 spot)" in out
+    assert "16 (on-demand 10, spot 6)" in out
+    for args, expected in [
+        (("--on-demand", "1"), "give --on-demand and --spot together"),
+        (("--on-demand", "-1", "--spot", "0.3"), "--on-demand -1: a price is 0 or more"),
+        (("--clear", "--spot", "1", "--on-demand", "1"), "--clear forgets the prices"),
+    ]:
+        code, _, err = _cli(capsys, "prices", *args)
+        assert code == 2 and expected in err and len(err.strip().splitlines()) == 1
+    code, out, _ = _cli(capsys, "prices", "--clear", "--json")
+    assert code == 0 and json.loads(out) == {"prices": None}

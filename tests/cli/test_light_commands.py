@@ -65,6 +65,7 @@ def _loaded(store: Path, *args: str) -> set[str]:
         ["tuning", "show", "{tuning}"],
         ["tuning", "show", "{tuning}", "--json"],
         ["tuning", "stop", "{tuning}"],
+        ["prices"],
     ],
     ids=" ".join,
 )

@@ -295,6 +295,19 @@ def test_a_job_bigger_than_the_cluster_fails_at_once_saying_so(ray_session: Sess
     assert len(ray_session.store.attempts.of(record.id)) == 1  # no retry would fit either
 
 
+def test_a_spot_job_on_a_cluster_with_no_spot_nodes_fails_at_once_saying_so(
+    ray_session: Session,
+) -> None:
+    spec = local_spec(cluster={"backend": "ray", "capacity": "spot"})
+    record = ray_session.controller.run(ray_session.controller.prepare(spec))
+    assert record.status is JobStatus.FAILED
+    assert (record.failure_reason or "").startswith(
+        "cluster.capacity asks for spot workers, but no node of the Ray cluster offers spot "
+        """capacity: start spot nodes with ray start --resources='{"spot": 1}'"""
+    )
+    assert len(ray_session.store.attempts.of(record.id)) == 1  # no retry would fit either
+
+
 def test_the_cli_says_on_stderr_why_a_job_can_never_fit(
     ray_backend: RayBackend, store_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -556,3 +556,71 @@ def test_a_drained_node_is_a_notice_the_job_leaves_at_a_checkpoint_with_nothing_
     (notice,) = result["notices"]
     assert notice["source"] == "Ray drain"
     assert result["steps"] == list(range(1, 2001))  # each round once
+
+
+SPOT_NODE = textwrap.dedent(
+    """
+    import sys, time
+    import ray
+    from scaletune.api import Session
+    from scaletune.cluster import RayBackend
+    from scaletune.spec import training_spec_from_dict
+
+    address, store, bucket = sys.argv[1:4]
+    data = {"dataset": "breast-cancer"}
+    spec = training_spec_from_dict({
+        "algorithm": "xgboost",
+        "instance_count": {"min": 1, "max": 2},
+        "hyperparameters": {"num_round": 20, "max_depth": 2, "eval_metric": "auc"},
+        "channels": {"train": data, "validation": data},
+        "cluster": {
+            "backend": "ray", "staging": f"{bucket}/staging", "capacity": "mixed",
+            "prices": {"on_demand": 1.0, "spot": 0.3},
+        },
+    })
+    groups = []
+    with RayBackend(address=address) as backend, Session(store, backend=backend) as session:
+        deadline = time.monotonic() + 60  # the spot node's CPU counted as free
+        while ray.available_resources().get("spot", 0) < 1 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        spot = [n["NodeID"] for n in ray.nodes() if n["Alive"] and "spot" in n["Resources"]]
+        record = session.controller.run(session.controller.prepare(spec), on_started=groups.append)
+        write_result({
+            "spot": spot,
+            "nodes": groups[0].nodes,
+            "status": record.status.value,
+            "reason": record.failure_reason,
+            "wall": record.wall_seconds,
+            "billable_by_class": record.billable_by_class,
+            "cost_by_class": record.cost_by_class,
+        })
+    """
+)
+
+
+def test_a_mixed_jobs_spot_workers_run_on_spot_nodes_and_are_billed_apart(
+    two_nodes: str, store_path: Path, s3_bucket: str
+) -> None:
+    # A spot node (the `spot` resource) beside the two: the job's fewest (1) is on-demand,
+    # its second worker spot, so it runs there, and each is billed on its class.
+    disk = tempfile.mkdtemp(prefix="st-spot-", dir="/tmp")
+    try:
+        _ray(
+            "start",
+            f"--address={two_nodes}",
+            "--num-cpus=1",
+            '--resources={"spot": 1, "spot_node": 1}',
+            TMPDIR=disk,
+        )
+        result = _controller(SPOT_NODE, two_nodes, store_path, s3_bucket)
+    finally:
+        with contextlib.suppress(AssertionError):
+            kill_node("spot_node")
+        shutil.rmtree(disk, ignore_errors=True)
+    assert result["status"] == "Completed", result["reason"]
+    (spot,) = result["spot"]
+    on_demand_node, spot_node = result["nodes"]
+    assert spot_node == spot and on_demand_node != spot
+    wall, billed = result["wall"], result["billable_by_class"]
+    assert billed == pytest.approx({"on-demand": wall, "spot": wall})
+    assert result["cost_by_class"] == pytest.approx({"on-demand": wall, "spot": 0.3 * wall})

@@ -8,7 +8,7 @@ import dataclasses
 import io
 from pathlib import Path
 
-from scaletune.store import JobOutcome, JobStatus, Store, TuningJobRecord
+from scaletune.store import JobOutcome, JobStatus, NoticeRecord, Store, TuningJobRecord
 from tests.console.conftest import add_elastic_job, add_job, client
 
 
@@ -203,3 +203,21 @@ def test_a_pbt_trials_page_links_the_checkpoint_it_started_from(store: Store) ->
         f'<dt>started from</dt><dd><a href="/jobs/{start["job"]}">{start["job"]}</a>\'s '
         f"checkpoint at step {start['step']}</dd>"
     ) in page
+
+
+def test_the_job_page_shows_billing_per_capacity_class_its_cost_and_its_notices(
+    store: Store, tmp_path: Path
+) -> None:
+    job_id = add_job(store, tmp_path)
+    store.attempts.start(job_id, 1, 10.0)
+    store.notices.give(job_id, NoticeRecord(1, 1, 30.0, "SIGTERM", 12.0))
+    billed = {"on-demand": 20.0, "spot": 40.0}
+    outcome = JobOutcome(JobStatus.COMPLETED, 10.0, 40.0, 30.0, 60.0, {}, billable_by_class=billed)
+    store.finish_training_job(job_id, outcome)
+    page = client(store).get(f"/jobs/{job_id}").text
+    assert "<dt>on spot</dt><dd>40 worker-seconds</dd>" in page
+    assert "<dt>cost</dt>" not in page  # no prices: worker-seconds alone
+    assert "Preemption notices" in page and "<td>SIGTERM</td>" in page
+    store.set_prices({"on-demand": 1.0, "spot": 0.25})  # as `scaletune prices` sets them
+    page = client(store).get(f"/jobs/{job_id}").text
+    assert "<dt>cost</dt><dd>30 (on-demand 20, spot 10)</dd>" in page

@@ -98,6 +98,14 @@ def test_relative_paths_are_relative_to_the_job_file(tmp_path: Path) -> None:
             ["instance_count={min=1, max=2}", "checkpoint.enabled=false"],
             "an elastic job resizes from a checkpoint, so checkpoint.enabled must be true",
         ),
+        (["cluster.capacity=preemptible"], "cluster.capacity: Input should be 'on-demand'"),
+        (["cluster.capacity=mixed"], "cluster.capacity='mixed' puts an elastic job's min"),
+        (
+            ["cluster.prices={on_demand=1, spot=-0.3}"],
+            "cluster.prices.spot: Input should be greater than or equal to 0 (got -0.3)",
+        ),
+        (["cluster.prices={spot=0.3}"], "cluster.prices.on_demand"),
+        (["cluster.notice_seconds=0"], "cluster.notice_seconds: Input should be greater than 0"),
     ],
 )
 def test_bad_values_are_refused_on_one_line_naming_them(

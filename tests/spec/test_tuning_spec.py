@@ -89,6 +89,11 @@ def test_the_reference_tuning_job_loads(bank_marketing_file: Path) -> None:
         ({"hyperband": {"max_resource": 27, "brackets": 0}}, "hyperband.brackets: Input should"),
         ({"hyperband": {"max_resource": 27, "type": "pausing"}}, "'stopping' or 'promotion'"),
         (
+            {"hyperband": {"max_resource": 27, "placement": "rungs"}},
+            "placement='rungs' moves a trial to on-demand capacity when it is promoted",
+        ),
+        ({"hyperband": {"max_resource": 27, "placement": "nodes"}}, "'same' or 'rungs'"),
+        (
             {
                 "hyperband": {"max_resource": 27, "type": "promotion"},
                 "training": {**_raw()["training"], "checkpoint": {"enabled": False}},

@@ -15,6 +15,7 @@ from scaletune.store import (
     MetricPoint,
     NewTrainingJob,
     NewTuningJob,
+    NoticeRecord,
     RejectedMetric,
     Store,
     resolve_store,
@@ -312,6 +313,42 @@ def test_a_version_10_store_gains_tuning_job_leases(tmp_path: Path) -> None:
         assert taken is not None and taken.lease_holder == "me" and taken.lease_expires == 65.0
         assert store.take_tuning_lease("old-tuning", "another", 66.0, 126.0) is None  # lapsed
         assert not store.renew_tuning_lease("old-tuning", "me", 130.0)
+
+
+def test_a_version_11_store_gains_notices_and_billing_by_capacity_class(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'v11.db'}"
+    with Store(url) as store:
+        store.create_training_job(_new("old-job"))
+    engine = create_engine(url)
+    with engine.begin() as conn:  # as version 11 left it
+        conn.execute(text("ALTER TABLE training_jobs DROP COLUMN billable_by_class"))
+        conn.execute(text("DROP TABLE worker_notices"))
+        conn.execute(update(meta).where(meta.c.key == "schema_version").values(value="11"))
+    engine.dispose()
+    with Store(url) as store:
+        assert store.get_training_job("old-job").billable_by_class is None  # not kept then
+        assert store.notices.of("old-job") == []
+        notice = NoticeRecord(1, 2, 30.0, "jobs notice", 5.0)
+        store.notices.give("old-job", notice)
+        assert store.notices.of("old-job") == [notice]
+        store.finish_training_job(
+            "old-job",
+            JobOutcome(
+                JobStatus.COMPLETED,
+                1.0,
+                2.0,
+                1.0,
+                3.0,
+                {},
+                billable_by_class={"on-demand": 1.0, "spot": 2.0},
+            ),
+        )
+        assert store.get_training_job("old-job").billable_by_class == {
+            "on-demand": 1.0,
+            "spot": 2.0,
+        }
 
 
 def test_attempts_are_recorded_and_a_dead_controllers_attempt_ends_with_its_job(

@@ -12,11 +12,13 @@ import pytest
 
 from scaletune.algorithms.xgboost import XGBoostAlgorithm
 from scaletune.api import Session
+from scaletune.cluster import FixedSlots, LocalBackend
 from scaletune.errors import InvalidInputError
-from scaletune.spec import TrainingJobSpec, training_spec_from_dict
+from scaletune.spec import CapacityClass, TrainingJobSpec, training_spec_from_dict
 from scaletune.store import JobStatus, TrainingJobRecord
 from scaletune.training import Stopper, reconcile_orphan
 from scaletune.worker import RendezvousNeeds, WorkerProgram
+from tests.cli.test_cli import _cli
 from tests.cluster import programs
 from tests.conftest import pid_alive, wait_until
 
@@ -75,6 +77,49 @@ def test_a_completed_job_is_recorded_with_billing_and_model(session: Session) ->
     assert set(record.final_metrics) == {"train:auc", "validation:auc"}
     assert [p.step for p in session.store.metrics(job.id, "validation:auc")] == [1, 2, 3, 4, 5]
     assert (Path(record.artifact or "") / "xgboost-model.json").exists()
+
+
+def test_billing_is_kept_per_capacity_class_and_priced(
+    session: Session, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An elastic job of 2 to 3 workers on mixed capacity: its 2 fewest on-demand, 1 spot.
+    spec = _spec(
+        instance_count={"min": 2, "max": 3},
+        cluster={"capacity": "mixed", "prices": {"on_demand": 1.0, "spot": 0.3}},
+    )
+    record = session.controller.run(session.controller.prepare(spec))
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    wall, billed = record.wall_seconds or 0.0, record.billable_by_class or {}
+    assert billed == pytest.approx({"on-demand": 2 * wall, "spot": wall})
+    assert record.billable_seconds == pytest.approx(3 * wall)
+    assert record.cost_by_class == pytest.approx({"on-demand": 2 * wall, "spot": 0.3 * wall})
+    shown = record.to_json_dict()
+    assert shown["billable_by_class"] == billed
+    assert shown["cost_by_class"] == record.cost_by_class
+    on_demand = session.controller.run(session.controller.prepare(_spec()))
+    assert on_demand.billable_by_class == {"on-demand": on_demand.billable_seconds}
+    assert on_demand.cost_by_class is None  # no prices given: worker-seconds alone
+    code, out, _ = _cli(capsys, "jobs", "show", record.id)
+    assert code == 0
+    assert f"{2 * wall:.2f} on-demand, {wall:.2f} spot" in out
+    costs = record.cost_by_class or {}
+    total, on, spot = sum(costs.values()), costs["on-demand"], costs["spot"]
+    assert f"{total:.6g} (on-demand {on:.6g}, spot {spot:.6g})" in out
+
+
+def test_a_mixed_job_takes_what_slots_named_by_class_offer(
+    store_path: Path, tmp_path: Path
+) -> None:
+    # One on-demand slot and one spot: a mixed job of 1 to 3 workers runs on 2, its rank 0
+    # on-demand and rank 1 spot.
+    slots = FixedSlots(2, {CapacityClass.ON_DEMAND: 1, CapacityClass.SPOT: 1})
+    spec = _spec(instance_count={"min": 1, "max": 3}, cluster={"capacity": "mixed"})
+    with LocalBackend(slots=slots) as backend, Session(store_path, backend=backend) as session:
+        record = session.controller.run(session.controller.prepare(spec))
+        assert record.status is JobStatus.COMPLETED, record.failure_reason
+        assert [a.size for a in session.store.attempts.of(record.id)] == [2]
+    wall = record.wall_seconds or 0.0
+    assert record.billable_by_class == pytest.approx({"on-demand": wall, "spot": wall})
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ import pytest
 from scaletune.analysis import analytics_dataframe, summarize
 from scaletune.api import Session
 from scaletune.cluster import Group
-from scaletune.spec import TrainingJobSpec, TuningJobSpec, tuning_spec_from_dict
+from scaletune.spec import CapacityPlan, TrainingJobSpec, TuningJobSpec, tuning_spec_from_dict
 from scaletune.store import JobStatus, NoticeRecord, TrainingJobRecord
 from scaletune.training import PreparedJob, Stopper, TrainingController
 from scaletune.tuning import TuningController, TuningProgress
@@ -292,7 +292,13 @@ def test_promotion_pauses_trials_and_resumes_them_from_their_checkpoints(
     """Real 2-worker trials: one that does not rank at a rung pauses (checkpoint kept, workers
     freed) and, once it ranks, goes on as the same job from where it paused."""
     spec = _spec(
-        hyperband={"max_resource": 27, "type": "promotion", "brackets": 1, "rank_by": "value"},
+        hyperband={
+            "max_resource": 27,
+            "type": "promotion",
+            "brackets": 1,
+            "rank_by": "value",
+            "placement": "rungs",  # spot until promoted, then on-demand
+        },
         max_jobs=10,
         max_parallel_jobs=1,  # one at a time: reports reach the scheduler in a fixed order
         seed=4,
@@ -314,9 +320,13 @@ def test_promotion_pauses_trials_and_resumes_them_from_their_checkpoints(
                 assert later.resumed_from_step is not None and later.resumed_from_step >= 1
             assert trial.start_time is not None and trial.end_time is not None
             assert trial.wall_seconds is not None
-            # Billed for the time its workers ran, not for its pauses.
+            # Billed for the time its workers ran, not for its pauses: on spot until its
+            # promotion, on on-demand capacity after.
             assert trial.wall_seconds < trial.end_time - trial.start_time
             assert trial.billable_seconds == pytest.approx(2 * trial.wall_seconds)
+            assert set(trial.billable_by_class or {}) == {"spot", "on-demand"}
+        else:
+            assert set(trial.billable_by_class or {}) == {"spot"}  # never promoted
         if trial.status is JobStatus.STOPPED:
             assert (trial.failure_reason or "").endswith(
                 "paused until it is; not promoted before the tuning job ended"
@@ -362,8 +372,8 @@ class _CountStepsNoticedOnce(TrainingController):
     def prepare(self, spec: TrainingJobSpec, **kwargs: Any) -> PreparedJob:
         return self._counting(super().prepare(spec, **kwargs))
 
-    def prepare_resume(self, job_id: str) -> PreparedJob:
-        return self._counting(super().prepare_resume(job_id))
+    def prepare_resume(self, job_id: str, *, capacity: CapacityPlan | None = None) -> PreparedJob:
+        return self._counting(super().prepare_resume(job_id, capacity=capacity))
 
     def _counting(self, job: PreparedJob) -> PreparedJob:
         program = _ProgramOverride(programs.count_steps, tracker=False)

@@ -12,17 +12,35 @@ from scaletune.advice._predict import (
     StepTimeModel,
     predict,
 )
+from scaletune.advice._spot import (
+    JobShape,
+    Mix,
+    MixPrediction,
+    Preemption,
+    SpotAdvice,
+    SpotMarket,
+    predict_mixes,
+    simulate,
+)
 
 __all__ = [
     "Advice",
+    "JobShape",
+    "Mix",
+    "MixPrediction",
     "OverheadModel",
+    "Preemption",
     "RunMeasure",
     "SizePrediction",
+    "SpotAdvice",
+    "SpotMarket",
     "StepTimeModel",
     "advise_job",
     "first_reaching",
     "lower_is_better",
     "measure_run",
     "predict",
+    "predict_mixes",
     "probe_spec",
+    "simulate",
 ]

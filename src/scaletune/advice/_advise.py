@@ -3,6 +3,7 @@ and the predictions; the spec of a probe (the same job, shorter, on another size
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from scaletune.advice._measure import (
@@ -12,7 +13,20 @@ from scaletune.advice._measure import (
     measure_run,
     measure_sizes,
 )
-from scaletune.advice._predict import Advice, elastic_range, predict
+from scaletune.advice._predict import (
+    Advice,
+    OverheadModel,
+    StepTimeModel,
+    elastic_range,
+    predict,
+)
+from scaletune.advice._spot import (
+    JobShape,
+    SpotAdvice,
+    SpotMarket,
+    predict_mixes,
+    recommend_mix,
+)
 from scaletune.diagnostics import GNS_METRIC
 from scaletune.errors import InvalidInputError
 from scaletune.spec import TrainingJobSpec
@@ -46,6 +60,8 @@ def advise_job(
     max_workers: int | None = None,
     max_cost_ratio: float = 1.5,
     tolerance: float = 0.0,
+    market: SpotMarket | None = None,
+    max_time_ratio: float = 1.5,
 ) -> Advice:
     record = store.get_training_job(job_id)
     metric = metric or quality_metric(record)
@@ -75,6 +91,9 @@ def advise_job(
         per_worker_batch=batch,
         max_cost_ratio=max_cost_ratio,
     )
+    spot = None
+    if market is not None:
+        spot = _spot_advice(spec, [base, *probes], reached.step, market, max_time_ratio)
     return Advice(
         job_id=job_id,
         metric=metric,
@@ -86,6 +105,32 @@ def advise_job(
         elastic_range=elastic_range(predictions, recommended, max_cost_ratio),
         basis=[f"{metric} {quality:.6g} first reached at step {reached.step}", *basis],
         probes=list(probe_ids),
+        spot=spot,
+    )
+
+
+def _spot_advice(
+    spec: TrainingJobSpec,
+    measures: Sequence[RunMeasure],
+    steps: int,
+    market: SpotMarket,
+    max_time_ratio: float,
+) -> SpotAdvice:
+    """The job at its own size on each mix: its measured step times and time outside steps
+    (a restart's), its checkpoints' interval; an elastic job's fewest, or half its size."""
+    model, restart = StepTimeModel.fit(measures), OverheadModel.fit(measures)
+    most = spec.instance_count
+    fewest = spec.min_workers if spec.elastic else max(1, most // 2)
+    every = spec.checkpoint
+    if not every.enabled:
+        checkpoint_seconds = math.inf
+    else:
+        by_count = math.inf if every.every_steps is None else every.every_steps * model.at(most)
+        checkpoint_seconds = min(every.every_seconds or math.inf, by_count)
+    shape = JobShape(steps, model.at, restart.at(most), checkpoint_seconds, most, fewest)
+    predictions = predict_mixes(shape, market)
+    return SpotAdvice(
+        market, fewest, predictions, recommend_mix(predictions, max_time_ratio), max_time_ratio
     )
 
 

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from scaletune.advice._measure import RunMeasure
+from scaletune.advice._spot import SpotAdvice
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,7 @@ class Advice:
     elastic_range: tuple[int, int]  # (min, max): every size in it within the cost ratio
     basis: list[str] = field(default_factory=list)  # what was measured, what assumed
     probes: list[str] = field(default_factory=list)  # the probe jobs run for it
+    spot: SpotAdvice | None = None  # what it would cost on spot capacity, if asked
 
     def prediction(self, workers: int) -> SizePrediction:
         return next(p for p in self.predictions if p.workers == workers)
@@ -152,6 +154,7 @@ class Advice:
             "predictions": [p.to_json_dict() for p in self.predictions],
             "basis": self.basis,
             "probes": self.probes,
+            "spot": None if self.spot is None else self.spot.to_json_dict(),
         }
 
 

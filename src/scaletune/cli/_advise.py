@@ -4,6 +4,7 @@ job's quality on 1..N workers, and the size to choose; optionally after short pr
 from __future__ import annotations
 
 import contextlib
+import math
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -15,7 +16,7 @@ from scaletune.errors import InvalidInputError
 from scaletune.store import JobStatus
 
 if TYPE_CHECKING:
-    from scaletune.advice import Advice
+    from scaletune.advice import Advice, SpotAdvice, SpotMarket
 
 
 def advise(
@@ -55,6 +56,39 @@ def advise(
             min=1.0, help="Recommend the fastest size costing at most this times the cheapest."
         ),
     ] = 1.5,
+    preemptions_per_hour: Annotated[
+        float | None,
+        typer.Option(
+            help="Also say what the job would cost on spot capacity preempted this often "
+            "(per machine per hour): all on-demand, elastic on spot, or mixed.",
+            rich_help_panel="Spot capacity",
+        ),
+    ] = None,
+    notice_seconds: Annotated[
+        float,
+        typer.Option(help="A preemption's notice.", rich_help_panel="Spot capacity"),
+    ] = 30.0,
+    back_after_seconds: Annotated[
+        float,
+        typer.Option(
+            help="Until a preempted machine's capacity returns.", rich_help_panel="Spot capacity"
+        ),
+    ] = 300.0,
+    spot_price: Annotated[
+        float | None,
+        typer.Option(
+            help="A spot worker-second's price over an on-demand one's (default: the job's "
+            "cluster.prices, else 0.3).",
+            rich_help_panel="Spot capacity",
+        ),
+    ] = None,
+    max_time_ratio: Annotated[
+        float,
+        typer.Option(
+            help="Recommend the cheapest mix at most this much slower than on-demand.",
+            rich_help_panel="Spot capacity",
+        ),
+    ] = 1.5,
     json_output: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
@@ -62,10 +96,21 @@ def advise(
     predicted time and billable cost of reaching its final quality on 1..N workers."""
     from scaletune.advice import advise_job
 
+    _check_market(preemptions_per_hour, notice_seconds, back_after_seconds, spot_price)
+    _check_at_least("--max-time-ratio", max_time_ratio, 1.0)
     probes = list(probe_job or [])
     if probe:
         probes += _run_probes(job_id, probe, probe_steps, store, quiet=json_output)
     with open_store(store) as records:
+        market = None
+        if preemptions_per_hour is not None:
+            market = _market(
+                records.get_training_job(job_id).spec_view.prices,
+                preemptions_per_hour,
+                notice_seconds,
+                back_after_seconds,
+                spot_price,
+            )
         advice = advise_job(
             records,
             job_id,
@@ -75,11 +120,48 @@ def advise(
             max_workers=max_workers,
             max_cost_ratio=max_cost_ratio,
             tolerance=tolerance,
+            market=market,
+            max_time_ratio=max_time_ratio,
         )
     if json_output:
         print_json(advice.to_json_dict())
         return
     _show(advice)
+
+
+DEFAULT_SPOT_PRICE = 0.3  # of on-demand: a common spot discount
+
+
+def _check_at_least(option: str, value: float, least: float) -> None:
+    if not (math.isfinite(value) and value >= least):
+        raise InvalidInputError(f"{option} {value:g}: give a number of at least {least:g}")
+
+
+def _check_market(
+    preemptions: float | None, notice: float, back_after: float, price: float | None
+) -> None:
+    if preemptions is not None:
+        _check_at_least("--preemptions-per-hour", preemptions, 0.0)
+    _check_at_least("--notice-seconds", notice, 0.0)
+    _check_at_least("--back-after-seconds", back_after, 0.0)
+    if price is not None and not (math.isfinite(price) and price > 0):
+        raise InvalidInputError(f"--spot-price {price:g}: give a price above 0")
+
+
+def _market(
+    prices: dict[str, float] | None,
+    preemptions: float,
+    notice: float,
+    back_after: float,
+    price: float | None,
+) -> SpotMarket:
+    """The spot price as a fraction of on-demand's: given, else the job's, else 0.3."""
+    from scaletune.advice import SpotMarket
+
+    if price is None and prices and prices.get("on-demand"):
+        price = prices["spot"] / prices["on-demand"]
+    spot_price = DEFAULT_SPOT_PRICE if price is None else price
+    return SpotMarket(preemptions, notice, back_after, spot_price)
 
 
 def _run_probes(
@@ -149,5 +231,40 @@ def _show(advice: Advice) -> None:
         )
     for line in advice.basis:
         out.print(f"- {line}", highlight=False, soft_wrap=True)
+    if advice.spot is not None:
+        _show_spot(advice.spot)
     if advice.probes:
         out.print(f"- probe jobs: {', '.join(advice.probes)}", highlight=False, soft_wrap=True)
+
+
+def _show_spot(spot: SpotAdvice) -> None:
+    market = spot.market
+    print_table(
+        out,
+        ["mix", "wall s", "cost (on-demand worker-s)", "cost p90", "steps redone", "preempted"],
+        (
+            [
+                p.mix.value + (" (recommended)" if p.mix is spot.recommended else ""),
+                f"{p.wall_seconds:.1f}",
+                f"{p.cost:.1f}",
+                f"{p.cost_p90:.1f}",
+                f"{p.steps_redone:.1f}",
+                f"{p.preemptions:.1f}",
+            ]
+            for p in spot.predictions
+        ),
+        title=(
+            f"On spot capacity: {market.preemptions_per_hour:g} preemptions a machine an hour, "
+            f"{market.notice_seconds:g}-s notices, back after {market.back_after_seconds:g} s, "
+            f"spot at {market.spot_price:g} of on-demand"
+        ),
+        right=["wall s", "cost (on-demand worker-s)", "cost p90", "steps redone", "preempted"],
+    )
+    out.print(
+        f"- elastic mixes from {spot.fewest} workers (mixed: those on-demand, the rest spot); "
+        f"recommended: the cheapest within {spot.max_time_ratio:g}x on-demand's wall time; "
+        "means over 200 simulated preemption processes of the job's measured step and restart "
+        "times",
+        highlight=False,
+        soft_wrap=True,
+    )

@@ -36,6 +36,7 @@ from scaletune.cli._options import (
     out,
 )
 from scaletune.cli._predict import predict
+from scaletune.cli._prices import prices
 from scaletune.cli._render import job_summary, jobs_table, print_table
 from scaletune.cli._stdout import print_json
 from scaletune.cli._tuning import tune, tuning_app
@@ -74,6 +75,7 @@ app.add_typer(experiment_app, name="experiment")
 app.command("report")(report)
 app.command("advise")(advise)
 app.command("predict")(predict)
+app.command("prices")(prices)
 
 
 @app.command()
@@ -432,10 +434,12 @@ def _show(store: Store, record: TrainingJobRecord, json_output: bool) -> None:
     rejected = store.rejected(record.id)
     attempts = store.attempts.of(record.id)
     notices = store.notices.of(record.id)
+    costs = record.costs(store.prices())
     if json_output:
         print_json(
             record.to_json_dict()
             | {
+                "cost_by_class": costs,
                 "attempts": [attempt.to_json_dict() for attempt in attempts],
                 "sizes": [change.to_json_dict() for change in resizes(attempts)],
                 "notices": [notice.to_json_dict() for notice in notices],
@@ -443,7 +447,7 @@ def _show(store: Store, record: TrainingJobRecord, json_output: bool) -> None:
             }
         )
     else:
-        job_summary(out, record, rejected, attempts, notices)
+        job_summary(out, record, rejected, attempts, notices, costs)
 
 
 def _terminate_as_interrupt(signum: int, frame: FrameType | None) -> NoReturn:

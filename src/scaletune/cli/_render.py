@@ -8,6 +8,7 @@ from datetime import datetime
 from rich.console import Console
 from rich.table import Table
 
+from scaletune.spec._names import CapacityClass
 from scaletune.store import (
     AttemptRecord,
     JobStatus,
@@ -75,6 +76,7 @@ def job_summary(
     rejected: list[RejectedMetric] | None = None,
     attempts: list[AttemptRecord] | None = None,
     notices: list[NoticeRecord] | None = None,
+    costs: dict[str, float] | None = None,
 ) -> None:
     from scaletune.diagnostics import critical_batch_advice
 
@@ -92,7 +94,11 @@ def job_summary(
         table.add_row("placed", attempts[-1].placement)
     if record.wall_seconds is not None and record.billable_seconds is not None:
         table.add_row("wall time", f"{record.wall_seconds:.2f} s")
-        table.add_row("billable", f"{record.billable_seconds:.2f} worker-seconds")
+        table.add_row("billable", _billable(record.billable_seconds, record.billable_by_class))
+        costs = costs if costs is not None else record.cost_by_class
+        if costs is not None:
+            apart = ", ".join(f"{name} {cost:.6g}" for name, cost in costs.items())
+            table.add_row("cost", f"{sum(costs.values()):.6g} ({apart})")
     for name, value in sorted(record.final_metrics.items()):
         table.add_row(name, f"{value:.6g}")
     if rejected:
@@ -111,6 +117,14 @@ def job_summary(
     if record.log_dir:
         table.add_row("logs", record.log_dir)
     console.print(table)
+
+
+def _billable(total: float, by_class: dict[str, float] | None) -> str:
+    """Worker-seconds, and on which capacity where any was spot."""
+    text = f"{total:.2f} worker-seconds"
+    if by_class and set(by_class) != {CapacityClass.ON_DEMAND.value}:
+        text += " (" + ", ".join(f"{s:.2f} {name}" for name, s in by_class.items()) + ")"
+    return text
 
 
 def _workers(record: TrainingJobRecord, attempts: list[AttemptRecord]) -> str:

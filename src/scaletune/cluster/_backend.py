@@ -50,6 +50,13 @@ class Backend(Protocol):
     warm_pool: bool  # keep workers of finished jobs for the next ones
 
     @property
+    def spot_room_apart(self) -> bool:
+        """Whether `capacity` of a spot or mixed job counts spot room alone (Ray's spot nodes,
+        local slots named by class): a mixed job's on-demand workers are not in it. Otherwise
+        every slot serves either class."""
+        ...
+
+    @property
     def name(self) -> BackendName: ...
 
     @property

@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 import weakref
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
@@ -18,10 +19,10 @@ from pathlib import Path
 from scaletune.cluster._backend import DEFAULT_PRELOAD, Abandon
 from scaletune.cluster._programs import check_importable
 from scaletune.cluster._rendezvous import LOOPBACK
-from scaletune.cluster._slots import FixedSlots, Slots, slots_from
+from scaletune.cluster._slots import SLOTS_VARIABLE, FixedSlots, SlotCount, Slots, slots_from
 from scaletune.cluster._starters import WorkerProcess, WorkerStarter, default_starter
 from scaletune.errors import ClusterTooSmallError, LaunchAbandonedError, WorkerStartError
-from scaletune.spec import BackendName, ClusterSpec
+from scaletune.spec import BackendName, CapacityClass, CapacityPlan, ClusterSpec
 from scaletune.worker import (
     GOES_ON,
     Exited,
@@ -72,7 +73,7 @@ class LocalBackend:
     ) -> None:
         self.warm_pool = warm_pool
         self._slots = slots if slots is not None else slots_from()
-        self._in_use = 0  # workers of groups not yet ended
+        self._in_use: Counter[CapacityClass] = Counter()  # workers of groups not yet ended
         self._starter = starter or default_starter()
         self.max_idle_workers = max_idle_workers
         self._preload = preload
@@ -96,6 +97,12 @@ class LocalBackend:
     name = BackendName.LOCAL
     rendezvous_host = LOOPBACK  # every worker runs on this machine
 
+    @property
+    def spot_room_apart(self) -> bool:
+        """Whether its slots are named by class (else any slot serves either)."""
+        count = self._slots.count()
+        return count is not None and count.by_class is not None
+
     def launch(
         self,
         tasks: Sequence[WorkerTask],
@@ -106,13 +113,14 @@ class LocalBackend:
         wait for free slots."""
         check_importable(tasks)
         payloads = [(task.rank, pickle.dumps(task)) for task in tasks]  # fail before spawning
-        self._reserve(len(tasks), abandon)
+        classes = Counter(task.capacity for task in tasks)
+        self._reserve(classes, abandon)
         try:
             workers = self._acquire(len(tasks))
         except BaseException:
-            self._free(len(tasks))
+            self._free(classes)
             raise
-        group = WorkerGroup(self, workers, tasks[0].stop_file if tasks else None)
+        group = WorkerGroup(self, workers, classes, tasks[0].stop_file if tasks else None)
         try:
             for worker, payload in zip(workers, payloads, strict=True):
                 worker.conn.send(payload)
@@ -123,32 +131,41 @@ class LocalBackend:
 
     def capacity(self, cluster: ClusterSpec | None = None) -> int | None:
         """Workers that could start now beside those running; None: no bound. (Each runs as
-        one process here, whatever `cluster` asks of a Ray worker.)"""
+        one process here, whatever `cluster` asks of a Ray worker.) With slots named by class,
+        those of the class the job grows on: spot where it runs any on spot."""
         with self._lock:
-            total = self._slots.total()
-            return None if total is None else max(total - self._in_use, 0)
+            count = self._slots.count()
+            if count is None:
+                return None
+            free = count.total - self._in_use.total()
+            grows_on = _growth_class(cluster)
+            of_class = count.of_class(grows_on)
+            if of_class is not None:
+                free = min(free, of_class - self._in_use[grows_on])
+            return max(free, 0)
 
-    def _reserve(self, count: int, abandon: Abandon | None) -> None:
-        """Take `count` slots, waiting while they are not free (asking `abandon`)."""
+    def _reserve(self, classes: Counter[CapacityClass], abandon: Abandon | None) -> None:
+        """Take these slots, waiting while they are not free (asking `abandon`)."""
         while True:
             with self._lock:
-                total = self._slots.total()
-                if total is None or self._in_use + count <= total:
-                    self._in_use += count
+                count = self._slots.count()
+                if count is None or _fits(classes, self._in_use, count):
+                    self._in_use.update(classes)
                     return
-            if isinstance(self._slots, FixedSlots) and count > total:
+            if isinstance(self._slots, FixedSlots) and not _fits(classes, Counter(), count):
                 raise ClusterTooSmallError(
-                    f"the job needs {count} workers at once but this machine runs at most "
-                    f"{total} (SCALETUNE_LOCAL_SLOTS)"
+                    f"the job needs {_named(classes, count)} workers at once but this machine "
+                    f"runs at most {count} ({SLOTS_VARIABLE})"
                 )
             reason = None if abandon is None else abandon()
             if reason is not None:
                 raise LaunchAbandonedError(reason)
             time.sleep(ROOM_POLL_SECONDS)
 
-    def _free(self, count: int) -> None:
+    def _free(self, classes: Counter[CapacityClass]) -> None:
         with self._lock:
-            self._in_use = max(self._in_use - count, 0)
+            self._in_use.subtract(classes)
+            self._in_use = +self._in_use  # none below 0
 
     def ensure_capacity(self, workers: int) -> None:
         """Keep at least this many idle workers warm (a tuning job's parallel trials)."""
@@ -222,10 +239,15 @@ class WorkerGroup:
     """The N workers of one job, which live and die as one."""
 
     def __init__(
-        self, backend: LocalBackend, workers: list[_Worker], stop_file: Path | None = None
+        self,
+        backend: LocalBackend,
+        workers: list[_Worker],
+        classes: Counter[CapacityClass],
+        stop_file: Path | None = None,
     ) -> None:
         self._backend = backend
         self._workers = workers
+        self._classes = classes  # the slots it holds, by class
         self._stop_file = stop_file
         self._done: set[int] = set()  # ranks whose process is gone
         self._finished: set[int] = set()  # ranks that finished their task
@@ -310,14 +332,39 @@ class WorkerGroup:
             leaving = [self._workers[rank] for rank in sorted(self._leaving)]
             _stop_workers(leaving, polite=False)
             self._backend._give_back([w for w in self._workers if w not in leaving])
-            self._backend._free(len(self._workers))
+            self._backend._free(self._classes)
 
     def kill(self) -> None:
         """End every worker now (SIGKILL: one stuck in a collective ends too)."""
         if not self._ended:
             self._ended = True
             _stop_workers(self._workers, polite=False)
-            self._backend._free(len(self._workers))
+            self._backend._free(self._classes)
+
+
+def _growth_class(cluster: ClusterSpec | None) -> CapacityClass:
+    """A job grows by workers of its last ranks: spot ones where it runs any on spot."""
+    if cluster is None or cluster.capacity is CapacityPlan.ON_DEMAND:
+        return CapacityClass.ON_DEMAND
+    return CapacityClass.SPOT
+
+
+def _fits(
+    classes: Counter[CapacityClass], in_use: Counter[CapacityClass], count: SlotCount
+) -> bool:
+    """Whether these workers fit beside those in use: in all, and on each class named."""
+    if in_use.total() + classes.total() > count.total:
+        return False
+    return all(
+        (limit := count.of_class(name)) is None or in_use[name] + wanted <= limit
+        for name, wanted in classes.items()
+    )
+
+
+def _named(classes: Counter[CapacityClass], count: SlotCount) -> str:
+    if count.by_class is None:
+        return str(classes.total())
+    return " ".join(f"{name.value}={classes[name]}" for name in CapacityClass)
 
 
 def _stop_pool(idle: list[_Worker], starter: WorkerStarter) -> None:

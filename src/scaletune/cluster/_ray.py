@@ -39,7 +39,7 @@ from scaletune.errors import (
     LaunchAbandonedError,
     WorkerStartError,
 )
-from scaletune.spec import BackendName, ClusterSpec, Placement
+from scaletune.spec import BackendName, CapacityClass, CapacityPlan, ClusterSpec, Placement
 from scaletune.worker import (
     GOES_ON,
     Exited,
@@ -52,6 +52,9 @@ from scaletune.worker import (
     remember_environment,
 )
 
+# A spot worker asks this much of a node's `spot` resource: any node started with some
+# (ray start --resources='{"spot": 1}') takes up to a thousand of them.
+SPOT_RESOURCE, SPOT_MARK = "spot", 0.001
 DRAIN_WAIT_SECONDS = 1.0  # a poll waits this long at most for an actor that does not answer
 WAIT_SLICE_SECONDS = 0.5  # how often a job waiting for room asks whether to go on waiting
 LOG_PREFIX = "scaletune-ray-worker-"  # then the actor's pid: its node's temp folder
@@ -65,28 +68,48 @@ class WorkerResources:
     gpus: float = 0.0
     memory_bytes: int | None = None
     placement: Placement = Placement.PACK
+    spot_from: int | None = None  # ranks from this one run on spot capacity; None: none
 
     def __post_init__(self) -> None:
         if self.cpus < 0 or self.gpus < 0:
             raise InvalidInputError(f"worker resources cannot be negative (got {self})")
 
     @classmethod
-    def of(cls, cluster: ClusterSpec) -> WorkerResources:
+    def of(cls, cluster: ClusterSpec, spot_from: int | None = None) -> WorkerResources:
         memory = cluster.memory_per_worker_mb
         return cls(
             cluster.cpus_per_worker,
             cluster.gpus_per_worker,
             None if memory is None else memory * 2**20,
             cluster.placement,
+            spot_from,
         )
 
-    def bundle(self) -> dict[str, float]:
+    @classmethod
+    def of_tasks(cls, cluster: ClusterSpec, tasks: Sequence[WorkerTask]) -> WorkerResources:
+        spot = [task.rank for task in tasks if task.capacity is CapacityClass.SPOT]
+        return cls.of(cluster, min(spot, default=None))
+
+    def bundle(self, rank: int = 0) -> dict[str, float]:
         bundle = {"CPU": self.cpus}
         if self.gpus:
             bundle["GPU"] = self.gpus
         if self.memory_bytes is not None:
             bundle["memory"] = float(self.memory_bytes)
+        if self.spot_from is not None and rank >= self.spot_from:
+            bundle[SPOT_RESOURCE] = SPOT_MARK
         return bundle
+
+    def bundles(self, count: int) -> list[dict[str, float]]:
+        return [self.bundle(rank) for rank in range(count)]
+
+    def wanted(self, count: int) -> dict[str, float]:
+        """What `count` workers ask of the cluster in all."""
+        total: dict[str, float] = {}
+        for bundle in self.bundles(count):
+            for key, value in bundle.items():
+                total[key] = total.get(key, 0.0) + value
+        return total
 
 
 class _Worker:
@@ -269,6 +292,7 @@ class RayBackend:
         self._one_machine = address is None
 
     name = BackendName.RAY
+    spot_room_apart = True  # spot workers go to the nodes with the `spot` resource
 
     def launch(
         self,
@@ -281,7 +305,8 @@ class RayBackend:
         group is reserved at once, so waiting jobs never hold part of it), until `abandon`
         gives a reason to stop."""
         check_importable(tasks)
-        placed = self._acquire(len(tasks), WorkerResources.of(cluster or ClusterSpec()), abandon)
+        resources = WorkerResources.of_tasks(cluster or ClusterSpec(), tasks)
+        placed = self._acquire(len(tasks), resources, abandon)
         if not self._one_machine:
             tasks = [dataclasses.replace(task, concurrent_workers=None) for task in tasks]
         try:
@@ -321,19 +346,50 @@ class RayBackend:
         """Workers of `cluster`'s size the Ray cluster could place now beside those running,
         idle groups counted as room (they give way): a node lost, added or being drained
         shows here."""
-        bundle = WorkerResources.of(cluster).bundle()
-        available = self.drained.available(dict(self._ray.available_resources()))
         with self._lock:
             idle = list(self._idle)
+        # A job grows by workers of its last ranks: spot ones where it runs any on spot.
+        if cluster.capacity is not CapacityPlan.ON_DEMAND:
+            return self._spot_room(WorkerResources.of(cluster, 0).bundle(), idle)
+        bundle = WorkerResources.of(cluster).bundle()
+        available = self.drained.available(dict(self._ray.available_resources()))
         for placed in idle:
-            for key, value in placed.resources.bundle().items():
-                available[key] = available.get(key, 0.0) + value * len(placed.actors)
+            for key, value in placed.resources.wanted(len(placed.actors)).items():
+                available[key] = available.get(key, 0.0) + value
         fits = [
             math.floor(available.get(key, 0.0) / value + 1e-9)
             for key, value in bundle.items()
             if value > 0
         ]
         return min(fits) if fits else None
+
+    def _spot_room(self, bundle: dict[str, float], idle: list[_Placed]) -> int:
+        """Spot workers that fit, node by node: on the nodes with the `spot` resource alone
+        (its tiny mark does not bound them; their CPUs do), idle groups' bundles given back
+        to the nodes that hold them."""
+        from ray.util.placement_group import placement_group_table
+
+        free = self.drained.per_node()
+        for placed in idle:
+            with contextlib.suppress(Exception):
+                held = placement_group_table(placed.group)["bundles_to_node_id"]
+                for index, node in held.items():
+                    room = free.setdefault(str(node), {})
+                    for key, value in placed.resources.bundle(int(index)).items():
+                        room[key] = room.get(key, 0.0) + value
+        fits = 0
+        for room in free.values():
+            if room.get(SPOT_RESOURCE, 0.0) < SPOT_MARK - 1e-12:
+                continue
+            fits += min(
+                (
+                    math.floor(room.get(key, 0.0) / value + 1e-9)
+                    for key, value in bundle.items()
+                    if value > 0 and key != SPOT_RESOURCE
+                ),
+                default=math.floor(room[SPOT_RESOURCE] / SPOT_MARK + 1e-9),
+            )
+        return fits
 
     def ensure_capacity(self, workers: int) -> None:
         """Keep up to this many idle workers warm (a tuning job's parallel trials)."""
@@ -383,7 +439,7 @@ class RayBackend:
 
     def _make_room(self, count: int, resources: WorkerResources) -> None:
         """Idle groups hold their reservations: end the oldest until a new group would fit."""
-        wanted = {key: value * count for key, value in resources.bundle().items()}
+        wanted = resources.wanted(count)
         while True:
             available = self._ray.available_resources()
             if all(available.get(key, 0.0) >= value for key, value in wanted.items()):
@@ -433,8 +489,14 @@ class RayBackend:
             self._ray.wait([], timeout=0.05)
 
     def _check_fits(self, count: int, resources: WorkerResources) -> None:
-        wanted = {key: value * count for key, value in resources.bundle().items()}
+        wanted = resources.wanted(count)
         totals = self._ray.cluster_resources()
+        if SPOT_RESOURCE in wanted and totals.get(SPOT_RESOURCE, 0.0) < wanted[SPOT_RESOURCE]:
+            raise ClusterTooSmallError(
+                "cluster.capacity asks for spot workers, but no node of the Ray cluster offers "
+                "spot capacity: start spot nodes with "
+                f"ray start --resources='{{\"{SPOT_RESOURCE}\": 1}}'"
+            )
         if any(totals.get(key, 0.0) < value for key, value in wanted.items()):
             raise ClusterTooSmallError(  # waiting would never end
                 f"{count} workers of {resources.bundle()} can never be placed: they need "
@@ -450,7 +512,7 @@ class RayBackend:
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         self._check_fits(count, resources)
-        group = placement_group([resources.bundle()] * count, strategy=resources.placement.value)
+        group = placement_group(resources.bundles(count), strategy=resources.placement.value)
         placed = _Placed(group, [], resources)
         try:
             while not self._ray.wait([group.ready()], timeout=WAIT_SLICE_SECONDS)[0]:

@@ -38,6 +38,12 @@ class DrainedNodes:
         }
         return self._draining
 
+    def per_node(self) -> dict[str, dict[str, float]]:
+        """Free resources on each node not draining."""
+        draining = self.now()
+        per_node: dict[str, dict[str, float]] = self._state.available_resources_per_node()
+        return {node: dict(free) for node, free in per_node.items() if node not in draining}
+
     def available(self, fallback: dict[str, float]) -> dict[str, float]:
         """Free resources on the nodes not draining (`fallback`, Ray's total, without the
         per-node view)."""

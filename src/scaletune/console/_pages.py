@@ -94,6 +94,8 @@ def job_page(request: Request) -> Response:
         "attempts": attempts,
         "placed": attempts[-1] if attempts and attempts[-1].workers else None,  # the latest
         "rejected": state.store.rejected(record.id)[:20],
+        "costs": record.costs(state.store.prices()),  # at its file's prices, else the store's
+        "notices": state.store.notices.of(record.id),
         "advice": critical_batch_advice(record.final_metrics, record.hyperparameters),
         "backend": record.spec_view.backend,
         "workers": list(range(record.instance_count)),

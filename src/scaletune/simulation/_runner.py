@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from scaletune.errors import InvalidInputError
 from scaletune.simulation._clock import SimulatedClock
 from scaletune.simulation._curves import Curve, CurveSource
-from scaletune.spec import TrainingJobSpec
+from scaletune.spec import CapacityPlan, TrainingJobSpec
 from scaletune.store import JobOutcome, JobStatus, MetricPoint, Store
 from scaletune.training import Stopper, new_job_record
 from scaletune.tuning._runners import OnReport
@@ -131,9 +131,11 @@ class SimulatedTrialRunner:
                 return trial.reported > 0
         return bool(self.store.metrics(job_id))
 
-    def prepare_resume(self, job_id: str, trial_number: int) -> int | None:
-        """A paused trial goes on where its curve stopped. Any other simulated trial keeps no
-        checkpoint: an interrupted one stays Failed."""
+    def prepare_resume(
+        self, job_id: str, trial_number: int, capacity: CapacityPlan | None = None
+    ) -> int | None:
+        """A paused trial goes on where its curve stopped (a simulated trial has no capacity).
+        Any other simulated trial keeps no checkpoint: an interrupted one stays Failed."""
         trial = self._paused.pop(trial_number, None)
         if trial is None:
             raise InvalidInputError(f"simulated trial {job_id!r} has no checkpoint to resume from")

@@ -13,6 +13,14 @@ WALL_SECONDS = "wall_seconds"
 COST_METRICS = (BILLABLE_SECONDS, WALL_SECONDS)
 
 
+class CapacityClass(StrEnum):
+    """What a worker runs on, and is billed as: capacity held until the job lets it go, or
+    spot capacity, cheaper and taken back at a notice."""
+
+    ON_DEMAND = "on-demand"
+    SPOT = "spot"
+
+
 class ObjectiveType(StrEnum):
     MAXIMIZE = "Maximize"
     MINIMIZE = "Minimize"

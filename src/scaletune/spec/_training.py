@@ -20,6 +20,7 @@ from pydantic import (
 )
 
 from scaletune.spec._frozen import Frozen
+from scaletune.spec._names import CapacityClass
 from scaletune.spec._tracking import TrackingSpec
 
 HyperparameterValue = bool | int | float | str | list[str]
@@ -132,6 +133,24 @@ class Placement(StrEnum):
     SPREAD = "SPREAD"  # across nodes, as far as they go
 
 
+class CapacityPlan(StrEnum):
+    """Which capacity a job's workers run on."""
+
+    ON_DEMAND = "on-demand"
+    SPOT = "spot"
+    MIXED = "mixed"  # an elastic job's `min` workers on on-demand capacity, the rest on spot
+
+
+class CapacityPrices(Frozen):
+    """The price of a worker-second on each capacity class, in any one currency."""
+
+    on_demand: float = Field(ge=0, allow_inf_nan=False)
+    spot: float = Field(ge=0, allow_inf_nan=False)
+
+    def of(self, capacity: CapacityClass) -> float:
+        return self.on_demand if capacity is CapacityClass.ON_DEMAND else self.spot
+
+
 class ClusterSpec(Frozen):
     """Where the workers run, what each reserves (Ray only: the local backend ignores
     placement and resources), and where data and model pass between machines (`staging`)."""
@@ -153,6 +172,18 @@ class ClusterSpec(Frozen):
         description="how long a worker that gets SIGTERM has before its machine goes (a pod's "
         "grace period, Kubernetes' default 30 s; a spot VM's notice, 30 s to 2 min): the job "
         "saves a checkpoint and goes on without it within that time",
+    )
+    capacity: CapacityPlan = Field(
+        default=CapacityPlan.ON_DEMAND,
+        description="what the workers run on, and are billed as: 'on-demand', 'spot', or "
+        "'mixed' (an elastic job's min workers on on-demand capacity, the rest on spot); on Ray "
+        "a spot worker is placed on a node with a 'spot' resource "
+        "(ray start --resources='{\"spot\": 1}')",
+    )
+    prices: CapacityPrices | None = Field(
+        default=None,
+        description="the price of a worker-second on each class ({ on_demand = 1.0, spot = 0.3 "
+        "}): the job's cost per class beside its worker-seconds",
     )
 
 
@@ -463,6 +494,32 @@ class TrainingJobSpec(Frozen):
                 "checkpoint.enabled must be true"
             )
         return self
+
+    @model_validator(mode="after")
+    def _mixed_is_elastic(self) -> TrainingJobSpec:
+        if self.cluster.capacity is CapacityPlan.MIXED and not self.elastic:
+            raise ValueError(
+                "cluster.capacity='mixed' puts an elastic job's min workers on on-demand "
+                "capacity and the rest on spot: give instance_count = { min = ..., max = ... }"
+            )
+        return self
+
+    def capacity_of(self, workers: int) -> dict[CapacityClass, int]:
+        """The processes of an attempt at this many workers on each capacity class (a
+        TensorFlow chief and servers run where the job's workers do)."""
+        tasks = self.tasks_at(workers)
+        plan = self.cluster.capacity
+        if plan is CapacityPlan.MIXED:
+            held = min(self.min_workers, tasks)
+            return {CapacityClass.ON_DEMAND: held, CapacityClass.SPOT: tasks - held}
+        return {CapacityClass(plan.value): tasks}
+
+    def capacity_of_rank(self, rank: int) -> CapacityClass:
+        """Rank by rank: under 'mixed', the first `min` ranks hold the on-demand workers."""
+        plan = self.cluster.capacity
+        if plan is CapacityPlan.MIXED:
+            return CapacityClass.ON_DEMAND if rank < self.min_workers else CapacityClass.SPOT
+        return CapacityClass(plan.value)
 
     @property
     def elastic(self) -> bool:

@@ -34,7 +34,7 @@ from scaletune.spec._ranges import (
     Range,
 )
 from scaletune.spec._tracking import TrackingSpec
-from scaletune.spec._training import StartFrom, TrainingJobSpec
+from scaletune.spec._training import CapacityPlan, StartFrom, TrainingJobSpec
 
 # A range over the number of workers: cluster size as a tuned choice, not a hyperparameter.
 
@@ -51,6 +51,13 @@ class Strategy(StrEnum):
 class EarlyStopping(StrEnum):
     OFF = "Off"
     AUTO = "Auto"  # median stopping
+
+
+class RungPlacement(StrEnum):
+    """Which capacity a promotion-type Hyperband's trials run on."""
+
+    SAME = "same"  # the training job's cluster.capacity, throughout
+    RUNGS = "rungs"  # spot until a trial's first promotion, on-demand once promoted
 
 
 class HyperbandType(StrEnum):
@@ -94,6 +101,10 @@ class HyperbandSpec(Frozen):
     # pow3 fit; a rung where a trial has fewer than 4 reports judges nothing), or its value
     # there. None: the default, `default_rank_by`.
     rank_by: RankBy | None = None
+    # "rungs": the trials most likely to be stopped run on the cheapest capacity (spot), and
+    # those promoted past a rung go on on on-demand capacity, as a new attempt from the
+    # checkpoint their pause saved.
+    placement: RungPlacement = RungPlacement.SAME
 
     @model_validator(mode="after")
     def _ordered(self) -> HyperbandSpec:
@@ -101,6 +112,11 @@ class HyperbandSpec(Frozen):
             raise ValueError(
                 f"min_resource must be below max_resource (got {self.min_resource}, "
                 f"{self.max_resource})"
+            )
+        if self.placement is RungPlacement.RUNGS and self.type is not HyperbandType.PROMOTION:
+            raise ValueError(
+                "placement='rungs' moves a trial to on-demand capacity when it is promoted, a "
+                "new attempt from its paused checkpoint: it needs type = 'promotion'"
             )
         available = self.bracket_count()
         if self.brackets is not None and self.brackets > available:
@@ -502,6 +518,8 @@ class TuningJobSpec(Frozen):
             raw["instance_count"] = config[CLUSTER_SIZE]
         if start_from is not None:
             raw["checkpoint"]["start_from"] = start_from.model_dump()
+        if self.hyperband is not None and self.hyperband.placement is RungPlacement.RUNGS:
+            raw["cluster"]["capacity"] = CapacityPlan.SPOT  # until it is promoted
         try:
             return TrainingJobSpec.model_validate(raw)
         except ValidationError as exc:

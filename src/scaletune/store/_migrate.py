@@ -13,6 +13,7 @@ from scaletune.store._schema import (
     TRAINING_JOB_COLUMNS_V6,
     TRAINING_JOB_COLUMNS_V7,
     TRAINING_JOB_COLUMNS_V10,
+    TRAINING_JOB_COLUMNS_V13,
     TUNING_JOB_COLUMNS_V11,
     job_attempts,
     meta,
@@ -79,6 +80,12 @@ def open_schema(conn: Connection) -> str | None:
     if version == "11":  # version 12: the worker_notices table
         metadata.create_all(conn)
         version = _set_version(conn, "12")
+    if version == "12":  # version 13: billable seconds per capacity class
+        present = {column["name"] for column in inspect(conn).get_columns(training_jobs.name)}
+        for column, sql_type in TRAINING_JOB_COLUMNS_V13:
+            if column not in present:
+                conn.execute(text(f"ALTER TABLE training_jobs ADD COLUMN {column} {sql_type}"))
+        version = _set_version(conn, "13")
     return version
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -61,6 +61,7 @@ class JobOutcome:
     final_metrics: dict[str, float]
     failure_reason: str | None = None
     artifact: str | None = None
+    billable_by_class: dict[str, float] | None = None  # the billable seconds on each class
 
 
 @dataclass(frozen=True)
@@ -90,11 +91,26 @@ class TrainingJobRecord:
     resource: int | None = None
     waiting_since: float | None = None  # its workers wait for room (Ray) since then
     requested_size: int | None = None  # an elastic job's size asked for by hand (`jobs resize`)
+    # Its billable seconds on each capacity class; None for a job from before they were kept.
+    billable_by_class: dict[str, float] | None = None
 
     @cached_property
     def spec_view(self) -> StoredTrainingSpec:
         """What readers need of the stored spec, typed (`spec` is the whole of it)."""
         return StoredTrainingSpec.of(self.spec)
+
+    @property
+    def cost_by_class(self) -> dict[str, float] | None:
+        """Its cost on each capacity class at the prices its job file gave; None without."""
+        return self.costs()
+
+    def costs(self, prices: Mapping[str, float] | None = None) -> dict[str, float] | None:
+        """Its cost on each capacity class at its job file's prices, else at `prices` (the
+        store's, `scaletune prices`); None without either."""
+        prices, billed = self.spec_view.prices or prices, self.billable_by_class
+        if prices is None or billed is None:
+            return None
+        return {name: seconds * prices.get(name, 0.0) for name, seconds in billed.items()}
 
     @property
     def size_range(self) -> tuple[int, int] | None:
@@ -129,6 +145,8 @@ class TrainingJobRecord:
             "resource": self.resource,
             "waiting_since": _iso(self.waiting_since),
             "requested_size": self.requested_size,
+            "billable_by_class": self.billable_by_class,
+            "cost_by_class": self.cost_by_class,
             "spec": self.spec,
         }
 

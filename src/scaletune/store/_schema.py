@@ -18,7 +18,7 @@ from sqlalchemy import (
     Text,
 )
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 metadata = MetaData()
 
@@ -67,6 +67,8 @@ training_jobs = Table(
     Column("hyperband_bracket", Integer),
     # Version 10: the size an elastic job was asked to take (`jobs resize`); None: its most.
     Column("requested_size", Integer),
+    # Version 13: its billable seconds on each capacity class ({"on-demand": s, "spot": s}).
+    Column("billable_by_class", JSON),
     Index("ix_training_jobs_tuning_trial", "tuning_job_id", "trial_number"),
     # Covering indexes: a summary's aggregates read these, never the wide rows (specs).
     Index(
@@ -108,6 +110,9 @@ _objective_page_index("ix_training_jobs_tuning_objective_low", training_jobs.c.o
 
 # Columns version 7 added to training_jobs.
 TRAINING_JOB_COLUMNS_V7 = (("hyperband_bracket", "INTEGER"),)
+
+# Columns version 13 added to training_jobs.
+TRAINING_JOB_COLUMNS_V13 = (("billable_by_class", "JSON"),)
 
 # Columns version 10 added to training_jobs.
 TRAINING_JOB_COLUMNS_V10 = (("requested_size", "INTEGER"),)

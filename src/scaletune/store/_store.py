@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from sqlalchemy import (
@@ -58,11 +59,14 @@ from scaletune.store._records import (
 from scaletune.store._schema import (
     SCHEMA_VERSION,
     job_attempts,
+    meta,
     metric_points,
     rejected_metrics,
     training_jobs,
     tuning_jobs,
 )
+
+PRICES_KEY = "prices"  # in the meta table: a worker-second's price on each capacity class
 
 # One UPDATE per table whose SET clause is the parameters given: compiled once per set of
 # columns and cached, where `.values(...)` would build and compile the statement every time.
@@ -230,6 +234,7 @@ class Store:
                     "end_time": outcome.end_time,
                     "wall_seconds": outcome.wall_seconds,
                     "billable_seconds": outcome.billable_seconds,
+                    "billable_by_class": outcome.billable_by_class,
                     "final_metrics": outcome.final_metrics,
                     "failure_reason": outcome.failure_reason,
                     "artifact": outcome.artifact,
@@ -315,6 +320,23 @@ class Store:
     def set_waiting(self, job_id: str, since: float | None) -> None:
         """Mark a job whose workers wait for room (since then), or clear the mark (None)."""
         self._update(training_jobs, job_id, waiting_since=since)
+
+    @patient
+    def set_prices(self, prices: Mapping[str, float] | None) -> None:
+        """The price of a worker-second on each capacity class, for jobs whose file gives
+        none (`scaletune prices`); None forgets them."""
+        with self._engine.begin() as conn:
+            conn.execute(delete(meta).where(meta.c.key == PRICES_KEY))
+            if prices is not None:
+                conn.execute(insert(meta).values(key=PRICES_KEY, value=json.dumps(dict(prices))))
+
+    @patient
+    def prices(self) -> dict[str, float] | None:
+        with self._autocommit.connect() as conn:
+            value = conn.execute(
+                select(meta.c.value).where(meta.c.key == PRICES_KEY)
+            ).scalar_one_or_none()
+        return None if value is None else {k: float(v) for k, v in json.loads(value).items()}
 
     def request_stop(self, job_id: str) -> TrainingJobRecord:
         return self._ask(job_id, stop_requested=True)
@@ -656,7 +678,13 @@ def _metric_rows(job_id: str, points: Sequence[MetricPoint]) -> list[dict[str, A
 
 
 def _record(row: Any) -> TrainingJobRecord:
-    return _from_row(TrainingJobRecord, row, final_metrics=dict(row["final_metrics"] or {}))
+    by_class = row["billable_by_class"]
+    return _from_row(
+        TrainingJobRecord,
+        row,
+        final_metrics=dict(row["final_metrics"] or {}),
+        billable_by_class=None if by_class is None else dict(by_class),
+    )
 
 
 def _tuning_record(row: Any) -> TuningJobRecord:

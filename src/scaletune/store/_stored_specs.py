@@ -10,7 +10,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from scaletune.spec._names import CLUSTER_SIZE, BracketWeights, ObjectiveType, RankBy
+from scaletune.spec._names import (
+    CLUSTER_SIZE,
+    BracketWeights,
+    CapacityClass,
+    ObjectiveType,
+    RankBy,
+)
 
 CATEGORICAL = "Categorical"
 LOGARITHMIC = "Logarithmic"
@@ -148,6 +154,8 @@ class StoredTrainingSpec:
     backend: str = "local"
     cpus_per_worker: float = 1.0
     notice_seconds: float = 30.0  # a worker's time from SIGTERM to its machine's end
+    capacity: str = "on-demand"  # what its workers ran on: on-demand, spot, mixed
+    prices: dict[str, float] | None = None  # a worker-second's price on each capacity class
     staging: str | None = None  # where the job staged its data, as written
     min_instance_count: int | None = None  # an elastic job's fewest workers
     start_from: StoredStart | None = None
@@ -165,6 +173,8 @@ class StoredTrainingSpec:
             backend=str(cluster.get("backend") or _default(cls, "backend")),
             cpus_per_worker=float(cluster.get("cpus_per_worker", _default(cls, "cpus_per_worker"))),
             notice_seconds=float(cluster.get("notice_seconds", _default(cls, "notice_seconds"))),
+            capacity=str(cluster.get("capacity") or _default(cls, "capacity")),
+            prices=_prices(cluster.get("prices")),
             staging=staging if isinstance(staging, str) else None,
             min_instance_count=raw.get("min_instance_count"),
             start_from=None if not start else StoredStart(str(start["job"]), start.get("step")),
@@ -172,6 +182,16 @@ class StoredTrainingSpec:
             checkpoint_path=checkpoint.get("path"),
             output_path=raw.get("output_path"),
         )
+
+
+def _prices(raw: Mapping[str, Any] | None) -> dict[str, float] | None:
+    """By capacity class, as billing names them ("on-demand", "spot")."""
+    if not raw:
+        return None
+    return {
+        CapacityClass.ON_DEMAND.value: float(raw["on_demand"]),
+        CapacityClass.SPOT.value: float(raw["spot"]),
+    }
 
 
 def _default(view: type, name: str) -> Any:

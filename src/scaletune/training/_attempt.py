@@ -92,6 +92,7 @@ def worker_tasks(
             scratch=staging.scratch,
             concurrent_workers=job.concurrent_workers,
             elastic=job.spec.elastic,
+            capacity=job.spec.capacity_of_rank(rank),
         )
         for rank in range(world_size)
     ]

@@ -12,7 +12,7 @@ import os
 import shutil
 import socket
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
@@ -29,13 +29,16 @@ from scaletune.errors import (
     StoreUnavailableError,
     WorkerStartError,
 )
-from scaletune.spec import TrainingJobSpec, describe_validation_error
+from scaletune.spec import (
+    CapacityPlan,
+    TrainingJobSpec,
+    describe_validation_error,
+)
 from scaletune.store import (
     JobOutcome,
     JobStatus,
     MetricPoint,
     NewTrainingJob,
-    NoticeRecord,
     Store,
     TrainingJobRecord,
 )
@@ -50,10 +53,11 @@ from scaletune.training._attempt import (
     worker_tasks,
     write_shards,
 )
+from scaletune.training._billing import Billing, billed_before
 from scaletune.training._ending import Ending, Fault, ResizeCheck, Resizing
 from scaletune.training._ids import new_job_id
 from scaletune.training._inherit import copy_checkpoint, read_inheritance
-from scaletune.training._notices import AttemptNotices, Respond
+from scaletune.training._notices import AttemptNotices, NoticeResponse, Respond
 from scaletune.training._paths import SCRATCH_PREFIX, JobPaths
 from scaletune.training._prepared import PreparedJob
 from scaletune.training._report_writer import ReportWriter, replay
@@ -165,9 +169,10 @@ class TrainingController:
         data = algorithm.prepare_data(hyperparameters, load_channels(spec, self.datasets))
         return algorithm, data.hyperparameters or hyperparameters, data
 
-    def prepare_resume(self, job_id: str) -> PreparedJob:
+    def prepare_resume(self, job_id: str, *, capacity: CapacityPlan | None = None) -> PreparedJob:
         """A Stopped, Failed or Paused job, ready to run again from its latest checkpoint (a
-        new attempt under the same id). Its inputs are loaded and checked again."""
+        new attempt under the same id), on `capacity` if given (a trial promoted off spot).
+        Its inputs are loaded and checked again."""
         record = self.store.get_training_job(job_id)
         if record.status not in (JobStatus.STOPPED, JobStatus.FAILED, JobStatus.PAUSED):
             raise InvalidInputError(
@@ -180,6 +185,10 @@ class TrainingController:
             raise InvalidInputError(
                 f"job {job_id!r} cannot resume: {describe_validation_error(exc)}"
             ) from None
+        if capacity is not None:
+            spec = spec.model_copy(
+                update={"cluster": spec.cluster.model_copy(update={"capacity": capacity})}
+            )
         if spec.cluster.backend is not self.backend.name:
             raise InvalidInputError(
                 f"job {job_id!r} ran on the {spec.cluster.backend.value!r} backend; resume it "
@@ -228,12 +237,7 @@ class TrainingController:
         staging: JobStaging | None = None
         size = self._placeable(job)
         state = AttemptState(len(self.store.attempts.of(job.id)) + 1, size)
-        billing = Billing(
-            earlier.billable_seconds
-            if earlier.billable_seconds is not None
-            else job.spec.task_count * earlier_wall,
-            started,
-        )
+        billing = Billing(billed_before(job.spec, earlier), started)
         live = LiveAttempt()
         writer = ReportWriter(self.store, job.id, job.paths.unsent_reports)
         interrupted = False
@@ -281,7 +285,7 @@ class TrainingController:
                     reason=ending.reason,
                     retried=True,
                 )
-                billing.add(job.spec.tasks_at(state.size), self.clock.monotonic())
+                billing.add(job.spec.capacity_of(state.size), self.clock.monotonic())
                 # How far the work went: this attempt's reports, else those of the one before.
                 redo_from = state.last_step if state.last_step is not None else redo_from
                 state = AttemptState(state.number + 1, size, final_metrics=state.final_metrics)
@@ -307,7 +311,7 @@ class TrainingController:
             shutil.rmtree(scratch, ignore_errors=True)
             now, ended = self.clock.time(), self.clock.monotonic()
             wall = earlier_wall + ended - started
-            billable = billing.add(job.spec.tasks_at(state.size), ended)
+            billable = billing.add(job.spec.capacity_of(state.size), ended)
             writer.metrics(state.pending)
             try:  # a store away longer than its patience raises here, its reports kept
                 ending = _drained(writer, ending)
@@ -325,6 +329,7 @@ class TrainingController:
                         final_metrics=state.final_metrics,
                         failure_reason=ending.reason,
                         artifact=artifact,
+                        billable_by_class=billing.by_class,
                     ),
                 )
             finally:
@@ -448,37 +453,13 @@ class TrainingController:
         )
 
     def _notice_response(self, run: JobRun, size: int) -> Respond:
-        """What the job does when workers of an attempt at `size` get a notice: an elastic
-        job with enough left goes on without them (with replacements where there is room);
-        a trial that cannot pauses, and its tuning job resumes it before any other; any other
-        job goes on at its size once there is room. From a checkpoint its workers save as
-        they stop, so no step is done twice; and a notice never fails a job."""
-        job, hurried = run.job, self.store.without_waiting()
-
-        def respond(leaving: Sequence[NoticeRecord]) -> Ending:
-            first = leaving[0]
-            ranks = ", ".join(str(notice.rank) for notice in leaving)
-            noticed = (
-                f"{'workers' if len(leaving) > 1 else 'worker'} {ranks} got a preemption "
-                f"notice ({first.source}, {first.seconds:g} s)"
-            )
-            staying = size - len(leaving)
-            goes_on = job.spec.elastic and staying >= job.spec.min_workers
-            if run.in_tuning_job and not goes_on:
-                return Ending(
-                    JobStatus.PAUSED, f"{noticed}: paused at a checkpoint, to be resumed first"
-                )
-            try:
-                to = self._placeable(job, held=staying, store=hurried)
-            except StoreUnavailableError:  # room unknown: without them, or as it was
-                to = max(staying, job.spec.min_workers) if job.spec.elastic else size
-            return Ending(
-                JobStatus.STOPPED,
-                f"{noticed}: goes on at {to} workers from a checkpoint",
-                resize_to=to,
-            )
-
-        return respond
+        hurried = self.store.without_waiting()
+        return NoticeResponse(
+            run.job.spec,
+            size,
+            in_tuning_job=run.in_tuning_job,
+            placeable=lambda staying: self._placeable(run.job, held=staying, store=hurried),
+        )
 
     def _retryable(self, job: PreparedJob, ending: Ending, stop: Stopper) -> bool:
         """Whether the job's retry policy mends this ending at all."""
@@ -512,6 +493,9 @@ class TrainingController:
             return spec.instance_count
         asked = (store or self.store).requested_size(job.id) or spec.instance_count
         free = self.backend.capacity(spec.cluster)
+        if spec.cluster.capacity is CapacityPlan.MIXED and self.backend.spot_room_apart:
+            # Its fewest are on-demand; the capacity counted is spot room, for the rest.
+            held = max(held, spec.min_workers)
         fits = asked if free is None else min(asked, held + free)
         return max(fits, spec.min_workers)
 
@@ -605,20 +589,6 @@ def new_job_record(
         tuning_job_id=tuning_job_id,
         trial_number=trial_number,
     )
-
-
-class Billing:
-    """Billable seconds: each period's processes times its length, as a cloud bills the
-    machines it runs (an elastic job's size changes from one period to the next)."""
-
-    def __init__(self, earlier: float, started: float) -> None:
-        self.total, self._since = earlier, started
-
-    def add(self, processes: int, now: float) -> float:
-        """The period up to `now` at this many processes; returns the total so far."""
-        self.total += processes * max(now - self._since, 0.0)
-        self._since = now
-        return self.total
 
 
 def _ignore(report: Report) -> None:

@@ -9,7 +9,8 @@ from collections.abc import Callable, Sequence
 
 from scaletune.clock import Clock
 from scaletune.errors import StoreUnavailableError
-from scaletune.store import NoticeRecord, Store
+from scaletune.spec import TrainingJobSpec
+from scaletune.store import JobStatus, NoticeRecord, Store
 from scaletune.training._ending import Ending
 from scaletune.worker import Notice
 
@@ -69,3 +70,45 @@ class AttemptNotices:
         """Until the first leaving machine goes (its workers with it)."""
         deadline = min(notice.deadline for notice in self._known.values())
         return max(deadline - self._clock.time(), 0.0)
+
+
+class NoticeResponse:
+    """What a job does when workers of an attempt at `size` get a notice: an elastic job with
+    enough left goes on without them (with replacements where there is room, as `placeable`
+    says of the workers staying); a trial that cannot pauses, and its tuning job resumes it
+    before any other; any other job goes on at its size once there is room. From a checkpoint
+    its workers save as they stop, so no step is done twice; and a notice never fails a job."""
+
+    def __init__(
+        self,
+        spec: TrainingJobSpec,
+        size: int,
+        *,
+        in_tuning_job: bool,
+        placeable: Callable[[int], int],
+    ) -> None:
+        self._spec, self._size = spec, size
+        self._in_tuning_job, self._placeable = in_tuning_job, placeable
+
+    def __call__(self, leaving: Sequence[NoticeRecord]) -> Ending:
+        spec, first = self._spec, leaving[0]
+        ranks = ", ".join(str(notice.rank) for notice in leaving)
+        noticed = (
+            f"{'workers' if len(leaving) > 1 else 'worker'} {ranks} got a preemption notice "
+            f"({first.source}, {first.seconds:g} s)"
+        )
+        staying = self._size - len(leaving)
+        goes_on = spec.elastic and staying >= spec.min_workers
+        if self._in_tuning_job and not goes_on:
+            return Ending(
+                JobStatus.PAUSED, f"{noticed}: paused at a checkpoint, to be resumed first"
+            )
+        try:
+            to = self._placeable(staying)
+        except StoreUnavailableError:  # room unknown: without them, or as it was
+            to = max(staying, spec.min_workers) if spec.elastic else self._size
+        return Ending(
+            JobStatus.STOPPED,
+            f"{noticed}: goes on at {to} workers from a checkpoint",
+            resize_to=to,
+        )

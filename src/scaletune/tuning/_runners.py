@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from scaletune.clock import Clock
-from scaletune.spec import TrainingJobSpec
+from scaletune.spec import CapacityPlan, TrainingJobSpec
 from scaletune.store import Store
 from scaletune.training import PreparedJob, Stopper, TrainingController
 from scaletune.worker import Report
@@ -38,10 +38,13 @@ class TrialRunner(Protocol):
         Returns the steps it runs when nothing stops it, where that is known."""
         ...
 
-    def prepare_resume(self, job_id: str, trial_number: int) -> int | None:
-        """Ready an interrupted trial to go on from its latest checkpoint (a new attempt);
-        what it reported past that checkpoint is forgotten. Raises InvalidInputError where
-        it cannot go on. Returns the steps it runs when nothing stops it, where known."""
+    def prepare_resume(
+        self, job_id: str, trial_number: int, capacity: CapacityPlan | None = None
+    ) -> int | None:
+        """Ready an interrupted trial to go on from its latest checkpoint (a new attempt,
+        on `capacity` if given); what it reported past that checkpoint is forgotten. Raises
+        InvalidInputError where it cannot go on. Returns the steps it runs when nothing stops
+        it, where known."""
         ...
 
     def start(self, trial_number: int, stopper: Stopper, on_report: OnReport) -> None:
@@ -87,8 +90,10 @@ class JobTrialRunner:
         )
         return self._keep(trial_number, job)
 
-    def prepare_resume(self, job_id: str, trial_number: int) -> int | None:
-        return self._keep(trial_number, self.controller.prepare_resume(job_id))
+    def prepare_resume(
+        self, job_id: str, trial_number: int, capacity: CapacityPlan | None = None
+    ) -> int | None:
+        return self._keep(trial_number, self.controller.prepare_resume(job_id, capacity=capacity))
 
     def _keep(self, trial_number: int, job: PreparedJob) -> int | None:
         if self._concurrent_workers is not None:

@@ -19,7 +19,13 @@ from scaletune.analysis._objectives import TrialCosts
 from scaletune.analysis._values import seconds_per_step, tuned_value
 from scaletune.clock import Clock, SystemClock
 from scaletune.errors import InvalidInputError, ScaletuneError
-from scaletune.spec import StartFrom, TuningJobSpec, describe_validation_error
+from scaletune.spec import (
+    CapacityPlan,
+    RungPlacement,
+    StartFrom,
+    TuningJobSpec,
+    describe_validation_error,
+)
 from scaletune.spec._names import CLUSTER_SIZE
 from scaletune.store import (
     JobOutcome,
@@ -390,7 +396,7 @@ class _Run:
             with self.lock:
                 promoted = self.scheduler.promote()
             if promoted is not None:
-                self._resume(promoted, self.paused.pop(promoted))
+                self._resume(promoted, self.paused.pop(promoted), self._promoted_capacity)
                 continue
             if self.proposed >= self.spec.max_jobs:
                 break
@@ -439,9 +445,17 @@ class _Run:
             return
         self._start_prepared(number, job_id, full)
 
-    def _resume(self, number: int, job_id: str) -> None:
+    @property
+    def _promoted_capacity(self) -> CapacityPlan | None:
+        """Where a promoted trial goes on: on-demand with Hyperband's placement "rungs"."""
+        hyperband = self.spec.hyperband
+        if hyperband is not None and hyperband.placement is RungPlacement.RUNGS:
+            return CapacityPlan.ON_DEMAND
+        return None
+
+    def _resume(self, number: int, job_id: str, capacity: CapacityPlan | None = None) -> None:
         """A paused trial (promoted, or preempted) goes on from its checkpoint: the same job,
-        a new attempt."""
+        a new attempt (on `capacity` if given)."""
         record = self.store.get_training_job(job_id)
         if record.status is not JobStatus.PAUSED:  # ended meanwhile (`jobs stop`)
             self.tally.outcomes[record.status] += 1
@@ -449,7 +463,7 @@ class _Run:
                 self.scheduler.on_end(number)
             return
         try:
-            full = self.runner.prepare_resume(job_id, number)
+            full = self.runner.prepare_resume(job_id, number, capacity)
         except InvalidInputError as exc:  # its data moved, say: it ends here, Failed
             self.store.abandon_training_job(
                 job_id,

@@ -52,6 +52,11 @@ class WorkerCheckpoints:
         every = self.plan.every_seconds
         return every is not None and self._monotonic() - self._last_save >= every
 
+    def saved_by_another_rank(self) -> None:
+        """The ranks agreed on a checkpoint and another rank saved it: the interval counts
+        from now here too (else this rank would find one due at every agreement after it)."""
+        self._last_save = self._monotonic()
+
     def saved_by_program(self, step: int, seconds: float) -> None:
         """A user's script saved a checkpoint itself (`scaletune.checkpoint`): tell the
         controller, and count the interval from now."""

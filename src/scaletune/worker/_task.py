@@ -14,7 +14,12 @@ from pydantic import BaseModel
 
 from scaletune.checkpoints import CheckpointPlan
 from scaletune.data import Table, TableFiles, shard_bounds
-from scaletune.spec import DEFAULT_COLLECTIVE_TIMEOUT_SECONDS, DistributionSpec, ScriptSpec
+from scaletune.spec import (
+    DEFAULT_COLLECTIVE_TIMEOUT_SECONDS,
+    CapacityClass,
+    DistributionSpec,
+    ScriptSpec,
+)
 from scaletune.worker._checkpointing import WorkerCheckpoints
 from scaletune.worker._messages import Report, WorkerEvent
 
@@ -100,6 +105,9 @@ class WorkerTask:
     # An elastic job: attempts may run at other sizes, so positions in the data must hold at
     # any world size (the DNN walks one order of the whole channel).
     elastic: bool = False
+    # What this worker runs on, as the job's cluster.capacity says of its rank (Ray places a
+    # spot worker on a node with the `spot` resource).
+    capacity: CapacityClass = CapacityClass.ON_DEMAND
 
 
 class WorkerContext:

@@ -232,14 +232,18 @@ def _save(
     if ctx.world_size > 1:
         ranks = [None] * ctx.world_size
         dist.all_gather_object(ranks, mine)
-    if ctx.is_chief and ctx.checkpoints is not None:
-        state = {
-            "model": model.state_dict(),
-            "optimizer": optimizer.state_dict(),
-            "position": dataclasses.asdict(position),
-            "ranks": ranks,
-        }
-        ctx.checkpoints.save(position.update, {STATE_FILE: pack(state)})
+    if ctx.checkpoints is None:
+        return
+    if not ctx.is_chief:
+        ctx.checkpoints.saved_by_another_rank()
+        return
+    state = {
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "position": dataclasses.asdict(position),
+        "ranks": ranks,
+    }
+    ctx.checkpoints.save(position.update, {STATE_FILE: pack(state)})
 
 
 def _sum_over_ranks(values: list[float], world_size: int) -> list[float]:

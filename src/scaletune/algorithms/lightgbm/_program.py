@@ -156,7 +156,9 @@ class _Reports:
             self.ctx.report(step, **_metrics(env.evaluation_result_list))
         stop, due = self.agreement.after(step)
         checkpoints = self.ctx.checkpoints
-        if checkpoints is not None and (due or stop) and self.ctx.is_chief:
+        if checkpoints is not None and (due or stop) and not self.ctx.is_chief:
+            checkpoints.saved_by_another_rank()
+        elif checkpoints is not None and (due or stop):
             model = env.model.model_to_string(num_iteration=-1).encode()
             checkpoints.save(step, {CHECKPOINT_FILE: model})
         if stop:

@@ -32,10 +32,12 @@ from scaletune.reporting import (
     COLLECTIVE_TIMEOUT_ENV,
     REPORT_ENV,
     REPORT_PREFIX,
+    STOP_GOES_ON_ENV,
 )
 from scaletune.spec import MetricDefinition, ScriptSpec, TaskKind, TaskRole, task_role
 from scaletune.worker import WorkerContext, inherited_environment
 
+STOP_GOES_ON_FILE = "stop-goes-on"  # in the script's folder (`scaletune.stop_goes_on`)
 STOP_GRACE_SECONDS = 3.0  # after SIGTERM, before SIGKILL (the controller waits longer)
 STOP_POLL_SECONDS = 0.1  # how often a running script's worker looks for a stop request
 STDERR_TAIL_LINES = 20
@@ -78,7 +80,8 @@ def run_script(ctx: WorkerContext) -> None:
             _reader(process.stdout, sys.stdout, parser.feed if parser else None),
             _reader(process.stderr, sys.stderr, tail.append),
         ]
-        stopped = _wait(process, ctx, _Autosave(ctx, folder / "checkpoint", parser))
+        autosave = _Autosave(ctx, folder / "checkpoint", parser)
+        stopped = _wait(process, ctx, autosave, folder / STOP_GOES_ON_FILE)
         for reader in readers:
             reader.join()
     if stopped:
@@ -124,7 +127,10 @@ class _Autosave:
 
 
 def _wait(
-    process: subprocess.Popen[bytes], ctx: WorkerContext, autosave: Callable[[], None]
+    process: subprocess.Popen[bytes],
+    ctx: WorkerContext,
+    autosave: Callable[[], None],
+    goes_on_file: Path,
 ) -> bool:
     """Wait for the script; if the controller asks to stop, SIGTERM its process group, then
     SIGKILL. True when it was stopped."""
@@ -132,7 +138,7 @@ def _wait(
         while not exited(STOP_POLL_SECONDS):
             autosave()
             if ctx.stop_requested():
-                _stop(process)
+                _stop(process, goes_on_file if ctx.stop_goes_on() else None)
                 return True
     return False
 
@@ -167,11 +173,16 @@ class _ExitWatch:
         return True
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the script's process group, then SIGKILL after the grace period."""
+def _stop(process: subprocess.Popen[bytes], goes_on: Path | None) -> None:
+    """SIGTERM the script's process group, then SIGKILL after the grace period. A stop the
+    job goes on from first says so (the file `goes_on`, `scaletune.stop_goes_on()`) and has
+    no grace of its own: the script saves a checkpoint, as long as the controller's grace
+    (a preemption notice's deadline) allows."""
+    if goes_on is not None:
+        goes_on.touch()
     _signal_group(process, signal.SIGTERM)
     try:
-        process.wait(timeout=STOP_GRACE_SECONDS)
+        process.wait(timeout=None if goes_on is not None else STOP_GRACE_SECONDS)
     except subprocess.TimeoutExpired:
         _signal_group(process, signal.SIGKILL)
         process.wait()
@@ -215,6 +226,7 @@ def _environment(ctx: WorkerContext, script: ScriptSpec, folder: Path) -> dict[s
             "SCALETUNE_MODEL_DIR": str(task.model_dir if ctx.is_chief else folder / "model"),
             "SCALETUNE_JOB_ID": task.job_id,
             "SCALETUNE_SEED": str(task.seed),
+            STOP_GOES_ON_ENV: str(folder / STOP_GOES_ON_FILE),
             "PYTHONUNBUFFERED": "1",  # reports and metric lines arrive as printed
             # Whatever the script leaves in its temp dir goes when the task ends.
             "TMPDIR": str(folder / "tmp"),

@@ -112,7 +112,9 @@ def _save_checkpoint(ctx: WorkerContext, booster: xgb.Booster, step: int) -> Non
     """Rank 0 saves: every rank holds the same booster after each round. A stop between
     sampling periods saves the booster of the last period's first `step` rounds, with its
     reports up to there (the resumed attempt reports the later rounds again)."""
-    if ctx.is_chief and ctx.checkpoints is not None:
+    if ctx.checkpoints is not None and not ctx.is_chief:
+        ctx.checkpoints.saved_by_another_rank()
+    elif ctx.checkpoints is not None:
         rounds = booster.num_boosted_rounds()
         model = booster if rounds == step else booster[:step]
         meta = None if rounds == step else {"reported_step": step}
