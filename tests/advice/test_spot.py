@@ -84,3 +84,18 @@ def test_the_cheapest_mix_within_the_time_ratio_is_recommended() -> None:
     assert recommend_mix(cheap, 1.5) is Mix.SPOT
     even = predict_mixes(_shape(), SpotMarket(0.1, 30.0, 300.0, 1.0), runs=50)
     assert recommend_mix(even, 1.5) is Mix.ON_DEMAND
+
+
+def test_a_restart_costs_what_the_quickest_attempt_took_before_its_first_step() -> None:
+    from scaletune.advice import start_seconds
+    from scaletune.store import AttemptRecord, JobStatus, MetricPoint
+
+    def attempt(number: int, start: float, end: float) -> AttemptRecord:
+        return AttemptRecord(number, start, end, JobStatus.STOPPED, None, True, None, None, None)
+
+    # Steps of 1 s; the first attempt (cold workers) reports 5 s after its start, the second
+    # (warm) 1.5 s after: a restart costs 0.5 s.
+    series = [MetricPoint("loss", step, 1.0, time) for step, time in [(1, 5), (2, 6), (3, 21.5)]]
+    attempts = [attempt(1, 0.0, 10.0), attempt(2, 20.0, 30.0)]
+    assert start_seconds(attempts, series, 1.0) == pytest.approx(0.5)
+    assert start_seconds([], series, 1.0) is None

@@ -71,3 +71,29 @@ def test_a_multi_objective_report_has_its_front_target_and_picture(tmp_path: Pat
     assert sum(row["ParetoFront"] == "True" for row in analytics) == 3
     report.write(tmp_path / "report")
     assert (tmp_path / "report" / "pareto-front.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_the_summary_gives_the_trials_billing_per_capacity_class_and_its_cost(
+    tmp_path: Path,
+) -> None:
+    from scaletune.experiment import CapacityBilling
+    from scaletune.store import JobOutcome, JobStatus
+
+    with Store(f"sqlite:///{tmp_path / 's.db'}") as store:
+        record = simulated_tuning(store, 4)
+        first, second, *_ = store.training_jobs_of(record.id)
+        for trial, billed in ((first, {"spot": 6.0}), (second, {"on-demand": 2.0, "spot": 4.0})):
+            outcome = JobOutcome(
+                JobStatus.COMPLETED, 1.0, 2.0, 1.0, 6.0, {}, billable_by_class=billed
+            )
+            store.finish_training_job(trial.id, outcome)
+        by_class = store.trials.billable_by_class(record.id)
+        summary = summarize(store, record.id)
+    assert by_class == {"spot": 10.0, "on-demand": 2.0}
+    prices = {"on-demand": 1.0, "spot": 0.25}
+    report = tuning_job_report(summary, [], {}, billing=CapacityBilling(by_class, prices))
+    rows = report.tables[0][1]
+    assert ["… on spot", "10.0"] in rows and ["… on on-demand", "2.0"] in rows
+    assert ["cost", "4.5 (on-demand 2, spot 2.5)"] in rows
+    plain = tuning_job_report(summary, [], {}, billing=CapacityBilling({"on-demand": 8.0}))
+    assert not [row for row in plain.tables[0][1] if row[0].startswith("… on")]

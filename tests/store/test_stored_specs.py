@@ -124,6 +124,7 @@ SOURCES: dict[type, tuple[type[BaseModel], ...]] = {
 }
 RENAMED: dict[tuple[type, str], tuple[type[BaseModel], str]] = {
     (StoredTrainingSpec, "checkpoint_path"): (CheckpointSpec, "path"),
+    (StoredTuningSpec, "training_prices"): (ClusterSpec, "prices"),
     (StoredObjective, "type"): (TuningJobSpec, "objective_type"),  # the primary's default
 }
 OWN = {  # the view's shape of what the model keeps otherwise: no default to compare

@@ -4,7 +4,13 @@ workers, and the size to choose. Pure over the store's records; the probes are r
 CLI as ordinary jobs."""
 
 from scaletune.advice._advise import advise_job, probe_spec
-from scaletune.advice._measure import RunMeasure, first_reaching, lower_is_better, measure_run
+from scaletune.advice._measure import (
+    RunMeasure,
+    first_reaching,
+    lower_is_better,
+    measure_run,
+    start_seconds,
+)
 from scaletune.advice._predict import (
     Advice,
     OverheadModel,
@@ -43,4 +49,5 @@ __all__ = [
     "predict_mixes",
     "probe_spec",
     "simulate",
+    "start_seconds",
 ]

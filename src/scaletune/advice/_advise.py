@@ -12,6 +12,7 @@ from scaletune.advice._measure import (
     lower_is_better,
     measure_run,
     measure_sizes,
+    start_seconds,
 )
 from scaletune.advice._predict import (
     Advice,
@@ -93,7 +94,9 @@ def advise_job(
     )
     spot = None
     if market is not None:
-        spot = _spot_advice(spec, [base, *probes], reached.step, market, max_time_ratio)
+        restart = start_seconds(store.attempts.of(job_id), series, base.step_seconds)
+        measured = [base, *probes]
+        spot = _spot_advice(spec, measured, reached.step, market, max_time_ratio, restart)
     return Advice(
         job_id=job_id,
         metric=metric,
@@ -115,11 +118,15 @@ def _spot_advice(
     steps: int,
     market: SpotMarket,
     max_time_ratio: float,
+    restart_seconds: float | None,
 ) -> SpotAdvice:
-    """The job at its own size on each mix: its measured step times and time outside steps
-    (a restart's), its checkpoints' interval; an elastic job's fewest, or half its size."""
-    model, restart = StepTimeModel.fit(measures), OverheadModel.fit(measures)
+    """The job at its own size on each mix: its measured step times and what its attempt's
+    start cost (else its time outside steps), its checkpoints' interval; an elastic job's
+    fewest, or half its size."""
+    model = StepTimeModel.fit(measures)
     most = spec.instance_count
+    if restart_seconds is None:
+        restart_seconds = OverheadModel.fit(measures).at(most)
     fewest = spec.min_workers if spec.elastic else max(1, most // 2)
     every = spec.checkpoint
     if not every.enabled:
@@ -127,7 +134,7 @@ def _spot_advice(
     else:
         by_count = math.inf if every.every_steps is None else every.every_steps * model.at(most)
         checkpoint_seconds = min(every.every_seconds or math.inf, by_count)
-    shape = JobShape(steps, model.at, restart.at(most), checkpoint_seconds, most, fewest)
+    shape = JobShape(steps, model.at, restart_seconds, checkpoint_seconds, most, fewest)
     predictions = predict_mixes(shape, market)
     return SpotAdvice(
         market, fewest, predictions, recommend_mix(predictions, max_time_ratio), max_time_ratio

@@ -96,6 +96,23 @@ def measure_sizes(
     return [dataclasses.replace(m, overhead_seconds=overhead) for m in measures]
 
 
+def start_seconds(
+    attempts: Sequence[AttemptRecord], series: Sequence[MetricPoint], step_seconds: float
+) -> float | None:
+    """What an attempt's start costs before its first step: from an attempt's start (its data
+    already staged) to its first report, less that step; the least over its attempts (a
+    backend's first job also pays for its workers' first imports, which a restart on warm
+    workers does not). What a restart costs, not the run's time outside steps, which also
+    holds staging the data and saving the model once. None: not recorded."""
+    starts = []
+    for attempt in attempts:
+        end = attempt.end_time if attempt.end_time is not None else float("inf")
+        first = next((p for p in series if attempt.start_time <= p.time <= end), None)
+        if first is not None:
+            starts.append(max(first.time - attempt.start_time - step_seconds, 0.0))
+    return min(starts, default=None)
+
+
 def _check_measurable(record: TrainingJobRecord, series: Sequence[MetricPoint]) -> None:
     if record.status is not JobStatus.COMPLETED:
         raise InvalidInputError(

@@ -167,7 +167,7 @@ def report(
 ) -> None:
     """Write the HTML report (tables, pictures, configuration) of a stored tuning job."""
     from scaletune.analysis import summarize, trial_marks
-    from scaletune.experiment import tuning_job_report
+    from scaletune.experiment import CapacityBilling, tuning_job_report
 
     with open_store(store) as records:
         summary = summarize(records, tuning_job_id)
@@ -175,7 +175,11 @@ def report(
         trials = records.trials.rows(tuning_job_id)
         curves = records.trials.curves(tuning_job_id, metric)
         marks = trial_marks(records, summary.record)
-    document = tuning_job_report(summary, trials, curves, marks)
+        billing = CapacityBilling(
+            records.trials.billable_by_class(tuning_job_id),
+            summary.record.spec_view.training_prices or records.prices(),
+        )
+    document = tuning_job_report(summary, trials, curves, marks, billing)
     document.command = _command_line()
     page = document.write(out_dir or Path("scaletune-results") / f"tuning-{tuning_job_id}")
     show_report(document)

@@ -10,9 +10,10 @@ from scaletune.experiment._runner import (
     TuningRun,
     run_convergence,
 )
-from scaletune.experiment._tuning_report import tuning_job_report
+from scaletune.experiment._tuning_report import CapacityBilling, tuning_job_report
 
 __all__ = [
+    "CapacityBilling",
     "ExperimentPlan",
     "ExperimentProgress",
     "ExperimentResult",

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from scaletune.analysis import ANALYTICS_COLUMNS, TrialMarks, TuningSummary, analytics_rows
 from scaletune.store import JobStatus, MetricPoint, TrialRow
@@ -14,11 +15,33 @@ from ._report import MISSING, Report, _cell, _csv, _number, _tuning, environment
 TABLE_ROWS = 100  # the analytics on the page: every trial, or this many best
 
 
+@dataclass(frozen=True)
+class CapacityBilling:
+    """A tuning job's trials' billable seconds on each capacity class, and the prices of a
+    worker-second on each (its training file's, else the store's), if any."""
+
+    seconds: Mapping[str, float]
+    prices: Mapping[str, float] | None = None
+
+    def rows(self) -> list[list[str]]:
+        """Rows of the summary: shown where any trial ran on spot capacity, or with prices."""
+        if not self.seconds or (set(self.seconds) == {"on-demand"} and self.prices is None):
+            return []
+        seconds = sorted(self.seconds.items())  # on-demand, then spot
+        rows = [[f"… on {name}", f"{billed:.1f}"] for name, billed in seconds]
+        if self.prices is not None:
+            costs = {name: billed * self.prices.get(name, 0.0) for name, billed in seconds}
+            apart = ", ".join(f"{name} {cost:.6g}" for name, cost in costs.items())
+            rows.append(["cost", f"{sum(costs.values()):.6g} ({apart})"])
+        return rows
+
+
 def tuning_job_report(
     summary: TuningSummary,
     trials: Sequence[TrialRow],
     curves: Mapping[str, Sequence[MetricPoint]],
     marks: TrialMarks | None = None,
+    billing: CapacityBilling | None = None,
 ) -> Report:
     """The report for any stored tuning job (`scaletune report ID`): every trial in
     analytics.csv and the pictures; on the page, every trial too, or the best
@@ -54,6 +77,7 @@ def tuning_job_report(
                     ", ".join(f"{v} {k.lower()}" for k, v in summary.job_counts.items() if v),
                 ],
                 ["billable worker-seconds", f"{summary.billable_seconds:.1f}"],
+                *([] if billing is None else billing.rows()),
                 [
                     "billable worker-seconds had no trial been stopped (estimated)",
                     f"{summary.billable_seconds_without_early_stopping:.1f}",

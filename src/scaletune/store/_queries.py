@@ -157,6 +157,22 @@ class TrialQueries:
             waiting_for_room=[row[0] for row in waiting_ids],
         )
 
+    @patient
+    def billable_by_class(self, tuning_id: str) -> dict[str, float]:
+        """The trials' billable seconds on each capacity class, summed (for a report: one
+        small JSON value a trial, read once; trials from before classes were kept count
+        nowhere)."""
+        query = select(training_jobs.c.billable_by_class).where(
+            training_jobs.c.tuning_job_id == tuning_id,
+            training_jobs.c.billable_by_class.is_not(None),
+        )
+        total: dict[str, float] = {}
+        with self._engine.connect() as conn:
+            for (billed,) in conn.execute(query):
+                for name, seconds in (billed or {}).items():
+                    total[name] = total.get(name, 0.0) + float(seconds)
+        return total
+
     @staticmethod
     def _unspent(tuning_id: str, max_resource: int | None, typical: float | None) -> Any:
         full: Any = training_jobs.c.full_resource

@@ -79,6 +79,7 @@ class StoredTuningSpec:
     max_jobs: int | None = None
     seed: int = 0
     target_objective: float | None = None
+    training_prices: dict[str, float] | None = None  # its trials' cluster.prices
 
     @classmethod
     def of(cls, raw: Mapping[str, Any]) -> StoredTuningSpec:
@@ -86,6 +87,7 @@ class StoredTuningSpec:
             {"metric": raw.get("objective_metric"), "type": raw.get("objective_type")}
         ]
         hyperband = raw.get("hyperband")
+        cluster = (raw.get("training") or {}).get("cluster") or {}
         return cls(
             strategy=str(raw.get("strategy", "")),
             objectives=tuple(
@@ -108,6 +110,7 @@ class StoredTuningSpec:
             max_jobs=raw.get("max_jobs"),
             seed=int(raw.get("seed", _default(cls, "seed"))),
             target_objective=raw.get("target_objective"),
+            training_prices=_prices(cluster.get("prices")),
         )
 
     @property
