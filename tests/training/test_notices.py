@@ -14,7 +14,7 @@ from typing import Any
 
 from scaletune.api import Session
 from scaletune.spec import TrainingJobSpec, training_spec_from_dict
-from scaletune.store import JobStatus, NoticeRecord, TrainingJobRecord
+from scaletune.store import AttemptRecord, JobStatus, NoticeRecord, TrainingJobRecord
 from scaletune.worker import Report, WorkerProgram
 from tests.cluster import programs
 from tests.cluster.programs import COUNTED_STEPS
@@ -76,6 +76,18 @@ def _steps(session: Session, record: TrainingJobRecord, metric: str) -> list[int
     return [point.step for point in session.store.metrics(record.id, metric)]
 
 
+def _stopped_then_completed(session: Session, record: TrainingJobRecord) -> list[AttemptRecord]:
+    """The job completed in two attempts of 2 workers: the first ended by the notice (Stopped,
+    not Failed), the second went on from its checkpoint."""
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    attempts = session.store.attempts.of(record.id)
+    assert [(a.size, a.status) for a in attempts] == [
+        (2, JobStatus.STOPPED),
+        (2, JobStatus.COMPLETED),
+    ]
+    return attempts
+
+
 def test_a_notice_saves_a_checkpoint_at_the_next_step_and_nothing_is_redone(
     session: Session,
 ) -> None:
@@ -83,12 +95,7 @@ def test_a_notice_saves_a_checkpoint_at_the_next_step_and_nothing_is_redone(
         session, _spec(), 5, _notice(session, rank=1, seconds=30), programs.count_steps
     )
 
-    assert record.status is JobStatus.COMPLETED, record.failure_reason
-    attempts = session.store.attempts.of(record.id)
-    assert [(a.size, a.status) for a in attempts] == [
-        (2, JobStatus.STOPPED),
-        (2, JobStatus.COMPLETED),
-    ]
+    attempts = _stopped_then_completed(session, record)
     assert attempts[0].reason == (
         "worker 1 got a preemption notice (jobs notice, 30 s): goes on at 2 workers from a "
         "checkpoint"
@@ -143,12 +150,7 @@ def test_sigterm_to_a_fixed_size_xgboost_worker_ends_with_the_uninterrupted_mode
 
     record, groups = _run(session, _spec(hyperparameters=sampled), 6, sigterm)
 
-    assert record.status is JobStatus.COMPLETED, record.failure_reason
-    attempts = session.store.attempts.of(record.id)
-    assert [(a.size, a.status) for a in attempts] == [
-        (2, JobStatus.STOPPED),
-        (2, JobStatus.COMPLETED),
-    ]
+    attempts = _stopped_then_completed(session, record)
     assert attempts[0].reason == (
         "worker 1 got a preemption notice (SIGTERM, 30 s): goes on at 2 workers from a checkpoint"
     )
