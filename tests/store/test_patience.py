@@ -76,6 +76,20 @@ def test_past_its_patience_it_raises_one_line_naming_the_store_and_the_cause() -
     assert clock.slept == pytest.approx([0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 3.7])  # the last: to 10 s
 
 
+def test_a_last_try_that_overruns_the_patience_still_names_the_patience() -> None:
+    # CI saw "did not answer for 0.6 s" for a patience of 0.5 s: the last try took 0.1 s on a
+    # loaded machine. The line names the setting, not how late the last refusal came.
+    clock = _Clock()
+
+    def slow_refusal() -> None:
+        clock.now += 0.15
+        raise _locked()
+
+    with pytest.raises(StoreUnavailableError, match=r"did not answer for 0\.5 s:"):
+        _patience(clock, 0.5).call(slow_refusal, describe="store 'x'")
+    assert clock.now > 0.6
+
+
 def test_without_patience_the_first_failure_is_final() -> None:
     clock = _Clock()
 

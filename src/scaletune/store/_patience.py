@@ -82,8 +82,10 @@ class Patience:
                     raise
                 waited = self.monotonic() - began
                 if waited >= self.seconds:
+                    # The patience, not `waited`: the last try may overrun it on a busy machine,
+                    # and the line names the setting the user can change.
                     raise StoreUnavailableError(
-                        f"{describe} did not answer for {waited:.1f} s: {_first_line(exc)}"
+                        f"{describe} did not answer for {self.seconds:.1f} s: {_first_line(exc)}"
                     ) from exc
                 if not failed_before:
                     logger.warning(
