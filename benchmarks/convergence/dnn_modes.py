@@ -75,9 +75,9 @@ CASES = [
     ),
     Case(
         "async",
-        "async, lr x4, staleness_bound=0",
+        "async, lr x4, max_staleness=1",
         4,
-        {**PS_ASYNC, "staleness_bound": 0},
+        {**PS_ASYNC, "max_staleness": 1},
         {"lr_scaling": "linear"},
     ),
 ]

@@ -190,11 +190,19 @@ class ClusterSpec(Frozen):
 class DistributionSpec(Frozen):
     strategy: DistributionStrategy = DistributionStrategy.ALLREDUCE
     mode: SyncMode = SyncMode.SYNC  # parameter_server only
-    staleness_bound: int | None = Field(
+    max_staleness: int | None = Field(
         default=None,
         ge=0,
-        description="parameter_server async: a worker waits while it is more than this many "
-        "updates ahead of the slowest (stale-synchronous parallel); unbounded if unset",
+        description="parameter_server async: a worker more than this many updates ahead of "
+        "the slowest waits for it (stale-synchronous parallel); 0 is synchronous (the same "
+        "rounds as mode='sync'); unbounded if unset",
+    )
+    backup_workers: int = Field(
+        default=0,
+        ge=0,
+        description="parameter_server sync: a round goes on with the first N - b gradients "
+        "and drops the late ones (never applied late); the learning rate and the job's "
+        "progress count the gradients applied",
     )
     staleness_compensation: StalenessCompensation = Field(
         default=StalenessCompensation.NONE,
@@ -223,10 +231,32 @@ class DistributionSpec(Frozen):
     @model_validator(mode="before")
     @classmethod
     def _async_means_parameter_server(cls, data: Any) -> Any:
-        """`mode = "async"` alone selects the parameter server: all-reduce has no async mode."""
+        """`mode = "async"` alone selects the parameter server: all-reduce has no async mode.
+        `staleness_bound`, `max_staleness`'s former name, is still read (jobs in a store)."""
+        if isinstance(data, dict) and "staleness_bound" in data and "max_staleness" not in data:
+            data = {k: v for k, v in data.items() if k != "staleness_bound"} | {
+                "max_staleness": data["staleness_bound"]
+            }
         if isinstance(data, dict) and data.get("mode") == "async" and "strategy" not in data:
             return {**data, "strategy": DistributionStrategy.PARAMETER_SERVER.value}
         return data
+
+    @model_validator(mode="after")
+    def _parameter_server_settings(self) -> DistributionSpec:
+        if self.strategy is DistributionStrategy.PARAMETER_SERVER:
+            return self
+        if self.max_staleness is not None:
+            raise ValueError(
+                f"distribution.max_staleness={self.max_staleness} applies to the parameter "
+                "server's asynchronous mode (mode='async'); all-reduce is synchronous"
+            )
+        if self.backup_workers:
+            raise ValueError(
+                f"distribution.backup_workers={self.backup_workers} applies to the parameter "
+                "server's synchronous rounds (strategy='parameter_server'); all-reduce has no "
+                "backup workers yet"
+            )
+        return self
 
 
 class ChannelSpec(Frozen):
@@ -465,6 +495,11 @@ class TrainingJobSpec(Frozen):
                 raise ValueError(
                     f"script.metrics_rank={self.script.metrics_rank}: under "
                     "ParameterServerStrategy the chief (rank 0) runs the training loop"
+                )
+            if self.distribution.max_staleness is not None or self.distribution.backup_workers:
+                raise ValueError(
+                    "distribution.max_staleness and backup_workers are the built-in dnn's "
+                    "parameter server's; TensorFlow's ParameterServerStrategy has neither"
                 )
         elif servers is not None:
             raise ValueError(

@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from scaletune.algorithms.dnn._parameter_server import ParameterServer, ParameterServerClient
+from scaletune.algorithms.dnn._ps_modes import ServerMode
 from scaletune.algorithms.dnn._ps_updates import ServerUpdates
 from scaletune.cluster import free_port
 
@@ -21,19 +22,18 @@ def start_server(
     model: nn.Module,
     updates: ServerUpdates,
     world_size: int,
-    *,
-    synchronous: bool,
-    bound: int | None = None,
+    mode: ServerMode,
+    straggler_seconds: float = 60.0,
 ) -> ParameterServer:
     return ParameterServer(
         model,
         updates,
         world_size=world_size,
-        synchronous=synchronous,
-        staleness_bound=bound,
+        mode=mode,
         host="127.0.0.1",
         port=free_port(),
         authkey=AUTHKEY,
+        straggler_seconds=straggler_seconds,
     )
 
 

@@ -48,8 +48,44 @@ DIGITS = {"dataset": "digits"}
         ),
         (
             {},
-            {"strategy": "parameter_server", "staleness_bound": 2},
-            "distribution.staleness_bound=2 applies to distribution.mode='async' only",
+            {"strategy": "parameter_server", "max_staleness": 2},
+            "distribution.max_staleness=2 applies to distribution.mode='async' only",
+        ),
+        (
+            {},
+            {"strategy": "allreduce", "max_staleness": 2},
+            "distribution.max_staleness=2 applies to the parameter server's asynchronous mode",
+        ),
+        (
+            {},
+            {"mode": "async", "max_staleness": -1},
+            "distribution.max_staleness: Input should be greater than or equal to 0 (got -1)",
+        ),
+        (
+            {},
+            {"strategy": "allreduce", "backup_workers": 1},
+            "distribution.backup_workers=1 applies to the parameter server's synchronous rounds",
+        ),
+        (
+            {},
+            {"mode": "async", "backup_workers": 1},
+            "distribution.backup_workers=1 applies to synchronous rounds",
+        ),
+        (
+            {},
+            {"strategy": "parameter_server", "backup_workers": 1},
+            "distribution.backup_workers=1 must be less than the job's workers (1)",
+        ),
+        (
+            {"lr_scaling": "adascale"},
+            {"strategy": "parameter_server", "backup_workers": 1},
+            "distribution.backup_workers=1 must be less than",
+        ),
+        (
+            {},
+            {"mode": "async", "max_staleness": 0, "staleness_compensation": "dc"},
+            "distribution.staleness_compensation='dc' applies to distribution.mode='async' only "
+            "(max_staleness = 0 is synchronous)",
         ),
         (
             {"lr_scaling": "adascale", "optimizer": "adam"},
@@ -137,6 +173,45 @@ def test_cli_exits_2_with_one_line(store_path: Path, capsys: pytest.CaptureFixtu
     assert code == 2
     assert err.strip().count("\n") == 0 and "'rmsprop'" in err
     assert not store_path.exists() or "Traceback" not in err
+
+
+def test_backup_workers_as_many_as_the_workers_exit_2_from_the_cli(
+    store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = _cli(
+        capsys,
+        "train",
+        str(EXAMPLES / "dnn-digits.toml"),
+        "--set",
+        "instance_count=3",
+        "--set",
+        "distribution.strategy=parameter_server",
+        "--set",
+        "distribution.backup_workers=3",
+    )
+    assert code == 2
+    assert err.strip() == (
+        "error: distribution.backup_workers=3 must be less than the job's workers (3): a "
+        "round needs one gradient at least"
+    )
+
+
+def test_backup_workers_with_adascale_are_refused_naming_both() -> None:
+    refused = r"backup_workers=1 with hyperparameters\.lr_scaling='adascale'"
+    with pytest.raises(InvalidInputError, match=refused):
+        Estimator(
+            "dnn",
+            {"lr_scaling": "adascale"},
+            instance_count=3,
+            distribution={"strategy": "parameter_server", "backup_workers": 1},
+        ).spec({"train": DIGITS})
+
+
+def test_staleness_bound_is_read_as_max_staleness() -> None:
+    spec = Estimator("dnn", {}, distribution={"mode": "async", "staleness_bound": 3}).spec(
+        {"train": DIGITS}
+    )
+    assert spec.distribution.max_staleness == 3
 
 
 def test_critical_batch_advice() -> None:

@@ -11,6 +11,7 @@ from torch import nn
 from scaletune.algorithms.dnn import LearningRateSchedule
 from scaletune.algorithms.dnn._pace import FixedPace
 from scaletune.algorithms.dnn._parameter_server import ParameterServer, ParameterServerClient
+from scaletune.algorithms.dnn._ps_modes import Asynchronous
 from scaletune.algorithms.dnn._ps_updates import ServerUpdates
 from scaletune.algorithms.dnn._staleness import (
     Compensator,
@@ -29,7 +30,7 @@ def _plain_updates(model: nn.Module, compensation: Compensator) -> ServerUpdates
 
 
 def _async_server(updates: ServerUpdates, model: nn.Module) -> ParameterServer:
-    return start_server(model, updates, 2, synchronous=False)
+    return start_server(model, updates, 2, Asynchronous())
 
 
 def _push(client: ParameterServerClient, model: nn.Module, value: torch.Tensor) -> None:

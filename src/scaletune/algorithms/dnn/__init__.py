@@ -74,21 +74,22 @@ class DNNAlgorithm(Algorithm):
                 "distribution.mode='async' needs distribution.strategy='parameter_server' "
                 f"(got {distribution.strategy.value!r}); all-reduce is always synchronous"
             )
-        if distribution.staleness_bound is not None and distribution.mode is not SyncMode.ASYNC:
+        if distribution.max_staleness is not None and distribution.mode is not SyncMode.ASYNC:
             raise InvalidInputError(
-                f"distribution.staleness_bound={distribution.staleness_bound} applies to "
-                "distribution.mode='async' only"
+                f"distribution.max_staleness={distribution.max_staleness} applies to "
+                "distribution.mode='async' only (the parameter server's; all-reduce is "
+                "synchronous)"
             )
         compensation = distribution.staleness_compensation
-        if (
-            compensation is not StalenessCompensation.NONE
-            and distribution.mode is not SyncMode.ASYNC
+        if compensation is not StalenessCompensation.NONE and (
+            distribution.mode is not SyncMode.ASYNC or distribution.max_staleness == 0
         ):
             raise InvalidInputError(
                 f"distribution.staleness_compensation={compensation.value!r} applies to "
-                "distribution.mode='async' only"
+                "distribution.mode='async' only (max_staleness = 0 is synchronous)"
             )
         assert isinstance(hyperparameters, DNNHyperparameters)
+        _check_backup_workers(spec, hyperparameters)
         if (
             hyperparameters.lr_scaling is LearningRateScaling.ADASCALE
             and distribution.mode is SyncMode.ASYNC
@@ -181,3 +182,26 @@ class DNNAlgorithm(Algorithm):
     @property
     def program(self) -> WorkerProgram:
         return train_dnn
+
+
+def _check_backup_workers(spec: TrainingJobSpec, hyperparameters: DNNHyperparameters) -> None:
+    backup = spec.distribution.backup_workers
+    if backup == 0:
+        return
+    if spec.distribution.mode is SyncMode.ASYNC and spec.distribution.max_staleness != 0:
+        raise InvalidInputError(
+            f"distribution.backup_workers={backup} applies to synchronous rounds "
+            "(distribution.mode='sync'); an asynchronous server waits for no one"
+        )
+    fewest = spec.min_workers
+    if backup >= fewest:
+        raise InvalidInputError(
+            f"distribution.backup_workers={backup} must be less than the job's "
+            f"{'fewest ' if spec.elastic else ''}workers ({fewest}): a round needs one "
+            "gradient at least"
+        )
+    if hyperparameters.lr_scaling is LearningRateScaling.ADASCALE:
+        raise InvalidInputError(
+            f"distribution.backup_workers={backup} with hyperparameters.lr_scaling='adascale': "
+            "AdaScale measures its gain on whole rounds; use a fixed scaling rule"
+        )

@@ -46,8 +46,9 @@ class Pace(Protocol):
         """The scaling factor of the next update (warm-up ramped in)."""
         ...
 
-    def advance(self, progress: float, scale: float) -> float:
-        """Progress after an update taken at this scale."""
+    def advance(self, progress: float, scale: float, applied: float = 1.0) -> float:
+        """Progress after an update taken at this scale; `applied`: the share of a whole
+        update's gradients it averaged (a round without its backup workers' is less)."""
         ...
 
     def metrics(
@@ -74,13 +75,31 @@ class FixedPace:
     def scale(self, progress: float, noise: GradientNoiseScale | None) -> float:
         return self.schedule.scale(progress, self.schedule.fixed_scale)
 
-    def advance(self, progress: float, scale: float) -> float:
-        return progress + 1
+    def advance(self, progress: float, scale: float, applied: float = 1.0) -> float:
+        return progress + applied
 
     def metrics(
         self, position: Position, noise: GradientNoiseScale | None, updates_per_epoch: int
     ) -> dict[str, float]:
         return {}
+
+
+@dataclass(frozen=True)
+class AppliedPace(FixedPace):
+    """A fixed scaling rule whose epochs the parameter server counts: a round that goes on
+    without its late workers (backup workers) applies less than a whole round's gradients,
+    so an epoch closes when the gradients applied add up to a pass over the data, not when
+    a worker has passed over its shard (a straggler's shard would hold the job's end)."""
+
+    updates_per_epoch: int = 1
+
+    def at(self, epoch: int, index: int, update: int, progress: float) -> Position:
+        return Position(epoch, index, update, progress)
+
+    def reached(self, position: Position) -> int:
+        # A hair of slack: shares summed in floating point land on a boundary from below.
+        done = position.progress_or_update / self.updates_per_epoch
+        return min(math.floor(done + 1e-9), self.epochs)
 
 
 @dataclass(frozen=True)
@@ -103,8 +122,8 @@ class AdaScalePace:
     def scale(self, progress: float, noise: GradientNoiseScale | None) -> float:
         return self.schedule.scale(progress, 1.0 if noise is None else noise.gain)
 
-    def advance(self, progress: float, scale: float) -> float:
-        return progress + scale
+    def advance(self, progress: float, scale: float, applied: float = 1.0) -> float:
+        return progress + scale * applied
 
     def metrics(
         self, position: Position, noise: GradientNoiseScale | None, updates_per_epoch: int

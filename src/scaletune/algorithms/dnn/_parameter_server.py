@@ -1,13 +1,13 @@
 """A parameter server: workers push gradients and pull weights over authenticated sockets.
 
 The server runs as threads inside rank 0's process, so it is part of the worker group and
-dies with it. It holds the weights and the optimiser. In `sync` mode it waits for one gradient
-from every worker, applies their mean and answers all with the new weights (the same update
-as all-reduce). In `async` mode it applies each gradient as it arrives and answers that worker
-alone, so workers compute on weights that others have since changed: the staleness of an
-update is the number of updates applied between the worker's pull and its push. An optional
-bound (stale-synchronous parallel) holds a worker back while it is more than `bound` pushes
-ahead of the slowest one."""
+dies with it. It holds the weights and the optimiser. Synchronously it waits for one gradient
+from every worker (or the first N - b, with b backup workers), applies their mean and answers
+all with the new weights (the same update as all-reduce). Asynchronously it applies each
+gradient as it arrives and answers that worker alone, so workers compute on weights that
+others have since changed: the staleness of an update is the number of updates applied
+between the worker's pull and its push (`_ps_modes`). A wait on a late worker that lasts
+`straggler_seconds` is said once in rank 0's log, naming the worker waited for."""
 
 from __future__ import annotations
 
@@ -16,8 +16,10 @@ import copy
 import dataclasses
 import os
 import socket
+import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, answer_challenge, deliver_challenge
 from typing import Any
@@ -29,10 +31,12 @@ from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from scaletune.errors import ScaletuneError
 
+from ._ps_modes import Asynchronous, ServerMode, Synchronous
 from ._ps_updates import FloatVector, Pushed, ServerUpdates
 
 CONNECT_SECONDS = 120.0
 ACCEPT_POLL_SECONDS = 0.2
+STRAGGLER_SECONDS = 3.0  # a wait on one worker this long is said in the log
 
 
 class ParameterServerError(ScaletuneError):
@@ -74,11 +78,14 @@ class Abort:
 
 @dataclass
 class EpochStatistics:
-    """What the server saw since it was last asked: staleness of updates, training loss."""
+    """What the server saw since it was last asked: staleness of updates, training loss,
+    gradients dropped for coming after their round (backup workers)."""
 
     staleness: list[int] = field(default_factory=list)
     loss_sum: float = 0.0
     examples: int = 0
+    dropped: int = 0
+    backup: bool = False  # whether `dropped` is reported
 
     def metrics(self) -> dict[str, float]:
         metrics = {}
@@ -87,6 +94,8 @@ class EpochStatistics:
         if self.staleness:
             metrics["ps:staleness_mean"] = float(np.mean(self.staleness))
             metrics["ps:staleness_max"] = float(max(self.staleness))
+        if self.backup:
+            metrics["ps:dropped"] = float(self.dropped)
         return metrics
 
 
@@ -97,20 +106,20 @@ class ParameterServer:
         updates: ServerUpdates,
         *,
         world_size: int,
-        synchronous: bool,
-        staleness_bound: int | None,
+        mode: ServerMode,
         host: str,
         port: int,
         authkey: bytes,
         resume: dict[str, Any] | None = None,
+        straggler_seconds: float = STRAGGLER_SECONDS,
     ) -> None:
         """`updates` steps `model`'s weights. `resume`: a `state()` taken earlier, restored
         before any worker connects."""
         self._model = model
         self._updates = updates
         self._world_size = world_size
-        self._synchronous = synchronous
-        self._bound = staleness_bound
+        self._mode = mode
+        self._straggler_seconds = straggler_seconds
         self._authkey = authkey
         self._state = threading.Condition()
         self._sent: dict[int, FloatVector] = {}  # the weights each rank computes on
@@ -122,7 +131,7 @@ class ParameterServer:
         self._clocks: dict[int, int] = dict.fromkeys(range(world_size), 0)
         self._finished = 0
         self._failure: str | None = None
-        self._statistics = EpochStatistics()
+        self._statistics = self._fresh_statistics()
         self._closing = False
         self._sockets: list[socket.socket] = []
         self._threads: list[threading.Thread] = []
@@ -171,8 +180,12 @@ class ParameterServer:
 
     def take_statistics(self) -> EpochStatistics:
         with self._state:
-            statistics, self._statistics = self._statistics, EpochStatistics()
+            statistics, self._statistics = self._statistics, self._fresh_statistics()
             return statistics
+
+    def _fresh_statistics(self) -> EpochStatistics:
+        backup = isinstance(self._mode, Synchronous) and self._mode.backup_workers > 0
+        return EpochStatistics(backup=backup)
 
     def wait_until_all_done(self) -> None:
         """Rank 0 keeps serving until every worker said it is done (async: others lag)."""
@@ -249,30 +262,68 @@ class ParameterServer:
     def _push(self, rank: int, push: Push) -> Weights | Abort:
         with self._state:
             self._stop = self._stop or push.stop_wanted
-            if self._synchronous:
-                return self._push_sync(rank, push)
+            if isinstance(self._mode, Synchronous):
+                return self._push_sync(rank, push, self._mode)
             self._count(push)
             staleness = self._updates.version - push.version
             self._updates.apply_push(
                 Pushed(push.gradient, staleness=staleness, pulled=self._sent.get(rank))
             )
             self._clocks[rank] += 1
-            if self._bound is not None:
+            if self._mode.max_staleness is not None:
                 self._state.notify_all()
-                self._state.wait_for(lambda: self._within_bound(rank) or bool(self._failure))
+                self._wait_noting(
+                    lambda: not self._held(rank) or bool(self._failure),
+                    lambda: self._held_note(rank),
+                )
             return self._reply_or_abort(rank)
 
-    def _push_sync(self, rank: int, push: Push) -> Weights | Abort:
+    def _push_sync(self, rank: int, push: Push, mode: Synchronous) -> Weights | Abort:
+        if push.version < self._updates.version:
+            # Its round went on without it (a backup worker's): dropped, never applied late;
+            # it computes its next gradient on the weights as they are now.
+            self._statistics.dropped += 1
+            return self._reply_or_abort(rank)
         self._pending[rank] = push
         round_started = self._updates.version
         self._complete_round_if_ready()
-        self._state.wait_for(lambda: self._updates.version > round_started or bool(self._failure))
+        self._wait_noting(
+            lambda: self._updates.version > round_started or bool(self._failure),
+            lambda: self._round_note(rank, mode),
+        )
         if self._failure:
             return Abort(self._failure)
         return self._weights(rank, stop=self._round_stop)
 
+    def _wait_noting(self, ready: Callable[[], bool], note: Callable[[], str | None]) -> None:
+        """Wait (the lock held) until `ready`; past `straggler_seconds`, say once in the log
+        whom the server waits for: a straggler shows where a job's time goes."""
+        if self._state.wait_for(ready, timeout=self._straggler_seconds):
+            return
+        line = note()
+        if line is not None:
+            print(f"parameter server: {line}", file=sys.stderr, flush=True)
+        self._state.wait_for(ready)
+
+    def _held_note(self, rank: int) -> str:
+        slowest = min(self._clocks, key=lambda other: self._clocks[other])
+        return (
+            f"worker {rank} waits at push {self._clocks[rank]} for worker {slowest}, at "
+            f"{self._clocks[slowest]} pushes ({self._mode.describe()})"
+        )
+
+    def _round_note(self, rank: int, mode: Synchronous) -> str | None:
+        if rank != min(self._pending, default=rank):  # one line a round, not one a worker
+            return None
+        missing = ", ".join(str(other) for other in sorted(self._clocks.keys() - self._pending))
+        return (
+            f"round {self._updates.version + 1} waits for worker {missing} "
+            f"({len(self._pending)} of {mode.needed(len(self._clocks))} gradients in)"
+        )
+
     def _complete_round_if_ready(self) -> None:
-        if self._pending and len(self._pending) >= len(self._clocks):
+        assert isinstance(self._mode, Synchronous)
+        if self._pending and len(self._pending) >= self._mode.needed(len(self._clocks)):
             # Counted with its round, not on arrival: a checkpoint taken between two rounds
             # must not hold part of the next one.
             for rank in sorted(self._pending):
@@ -282,7 +333,8 @@ class ParameterServer:
                 [
                     Pushed(self._pending[rank].gradient, micro_sq=self._pending[rank].micro_sq)
                     for rank in sorted(self._pending)
-                ]
+                ],
+                of=self._world_size,
             )
             self._pending.clear()
             self._stop = self._stop or self._updates.finished
@@ -294,14 +346,15 @@ class ParameterServer:
         self._statistics.examples += push.examples
         self._statistics.staleness.append(self._updates.version - push.version)
 
-    def _within_bound(self, rank: int) -> bool:
-        return self._clocks[rank] - min(self._clocks.values()) <= (self._bound or 0)
+    def _held(self, rank: int) -> bool:
+        assert isinstance(self._mode, Asynchronous)
+        return self._mode.holds(self._clocks[rank] - min(self._clocks.values()))
 
     def _leave(self, rank: int) -> None:
         with self._state:
             self._clocks.pop(rank, None)
             self._finished += 1
-            if self._synchronous:
+            if isinstance(self._mode, Synchronous):
                 self._complete_round_if_ready()
             self._state.notify_all()
 

@@ -6,7 +6,7 @@ import json
 
 import torch
 
-from scaletune.spec import DistributionStrategy, SyncMode
+from scaletune.spec import DistributionStrategy
 from scaletune.worker import WorkerContext
 
 from ._allreduce import train_allreduce
@@ -14,6 +14,7 @@ from ._common import Examples, Plan, evaluate
 from ._elastic_plan import ElasticPlan
 from ._hyperparameters import DNNHyperparameters
 from ._model import ModelConfig, save_model
+from ._ps_modes import server_mode
 from ._ps_training import train_parameter_server
 from ._run import DNNRun
 
@@ -50,11 +51,7 @@ def train_dnn(ctx: WorkerContext) -> None:
     if allreduce:
         model, epochs_run = train_allreduce(run)
     else:
-        model, epochs_run = train_parameter_server(
-            run,
-            synchronous=distribution.mode is SyncMode.SYNC,
-            staleness_bound=distribution.staleness_bound,
-        )
+        model, epochs_run = train_parameter_server(run, server_mode(distribution))
     if not ctx.is_chief:
         return
     model = model.to(device)

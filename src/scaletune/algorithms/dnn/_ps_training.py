@@ -18,8 +18,9 @@ from scaletune.worker import WorkerContext
 
 from ._checkpoint import STATE_FILE, Position, pack, unpack
 from ._common import backward, make_optimizer, micro_batch_loss
-from ._pace import is_adaptive, noise_estimate, pace_for
+from ._pace import AppliedPace, FixedPace, is_adaptive, noise_estimate, pace_for
 from ._parameter_server import ParameterServer, ParameterServerClient
+from ._ps_modes import ServerMode, Synchronous
 from ._ps_updates import ServerUpdates
 from ._run import DNNRun
 from ._staleness import (
@@ -31,18 +32,16 @@ from ._staleness import (
 )
 
 
-def train_parameter_server(
-    run: DNNRun,
-    *,
-    synchronous: bool,
-    staleness_bound: int | None,
-) -> tuple[nn.Module, int]:
+def train_parameter_server(run: DNNRun, mode: ServerMode) -> tuple[nn.Module, int]:
     """Train through a parameter server hosted by rank 0; returns the final model (the
     server's weights, on rank 0) and the number of epochs run."""
     ctx, hyperparameters, plan = run.ctx, run.hyperparameters, run.plan
     rendezvous = ctx.task.rendezvous
     authkey = f"scaletune:{ctx.task.job_id}".encode()
     adaptive = is_adaptive(hyperparameters)
+    # The server counts the epochs where a worker's passes over its shard do not measure
+    # the job's progress: AdaScale's, and rounds that drop their late workers' gradients.
+    server_paced = adaptive or _backup(mode)
     server: ParameterServer | None = None
     resumed = _resumed_state(run)
     position = Position.start() if resumed is None else Position(**resumed["position"])
@@ -50,10 +49,9 @@ def train_parameter_server(
         server_model = run.new_model().cpu()
         server = ParameterServer(
             server_model,
-            _server_updates(run, server_model, synchronous),
+            _server_updates(run, server_model, mode),
             world_size=ctx.world_size,
-            synchronous=synchronous,
-            staleness_bound=staleness_bound,
+            mode=mode,
             host=rendezvous.master_addr,
             port=rendezvous.master_port,
             authkey=authkey,
@@ -76,10 +74,10 @@ def train_parameter_server(
             scoring_model = run.new_model().cpu() if server is not None else None
             stop = client.pull_initial(model)
             epoch, update = position.epoch - 1, position.update
-            reported = server.reached() if server is not None and adaptive else epoch
-            # With AdaScale the server says when the progress is made (a stop); passes over
-            # the data go on until then.
-            while not stop and (adaptive or epoch < hyperparameters.epochs):
+            reported = server.reached() if server is not None and server_paced else epoch
+            # Where the server counts, it says when the progress is made (a stop); passes
+            # over the data go on until then.
+            while not stop and (server_paced or epoch < hyperparameters.epochs):
                 epoch += 1
                 pushed = position.index if epoch == position.epoch else 0
                 for micro_batches in itertools.islice(plan.updates(run.train, epoch), pushed, None):
@@ -94,7 +92,7 @@ def train_parameter_server(
                     stop = client.push(model, loss_sum, examples, ctx.stop_requested(), micro_sq)
                     pushed += 1
                     update += 1
-                    if server is not None and adaptive and server.reached() > reported:
+                    if server is not None and server_paced and server.reached() > reported:
                         reported = server.reached()
                         _report(run, server, scoring_model, reported)
                     if server is not None and _due(ctx, update, stop and not server.finished):
@@ -103,7 +101,7 @@ def train_parameter_server(
                         break
                 # A partial epoch is not reported as if it were whole.
                 whole_epoch = pushed == plan.updates_per_epoch
-                if server is not None and not adaptive and whole_epoch:
+                if server is not None and not server_paced and whole_epoch:
                     _report(run, server, scoring_model, epoch)
             client.done()
         finally:
@@ -111,23 +109,26 @@ def train_parameter_server(
         if server is not None:
             server.wait_until_all_done()
             _load(model, server.snapshot())
-        return model, reported if adaptive else epoch
+        return model, reported if server_paced else epoch
     finally:
         if server is not None:
             server.close()
 
 
-def _server_updates(
-    run: DNNRun,
-    model: nn.Module,
-    synchronous: bool,
-) -> ServerUpdates:
+def _backup(mode: ServerMode) -> bool:
+    return isinstance(mode, Synchronous) and mode.backup_workers > 0
+
+
+def _server_updates(run: DNNRun, model: nn.Module, mode: ServerMode) -> ServerUpdates:
     """The server's update rule, from the job's hyperparameters and `[distribution]`."""
     ctx, hyperparameters, plan = run.ctx, run.hyperparameters, run.plan
     distribution = ctx.task.distribution
+    synchronous = isinstance(mode, Synchronous)
     # Asynchronously every worker's push is an update of its own: N per worker step.
     updates_per_epoch = plan.updates_per_epoch * (1 if synchronous else ctx.world_size)
     pace = pace_for(hyperparameters, ctx.world_size, plan.train_rows, updates_per_epoch)
+    if _backup(mode) and isinstance(pace, FixedPace):
+        pace = AppliedPace(pace.schedule, pace.epochs, updates_per_epoch)
     # The server measures AdaScale's gain alone; the noise scale is the all-reduce loop's.
     noise = (
         noise_estimate(hyperparameters, ctx.world_size) if is_adaptive(hyperparameters) else None
@@ -143,7 +144,13 @@ def _server_updates(
             momentum = ImplicitMomentumCorrection(hyperparameters.momentum, ctx.world_size - 1)
     optimizer = make_optimizer(model.parameters(), hyperparameters)
     return ServerUpdates(
-        model, optimizer, pace, noise=noise, compensation=compensator, momentum=momentum
+        model,
+        optimizer,
+        pace,
+        noise=noise,
+        compensation=compensator,
+        momentum=momentum,
+        scaling=hyperparameters.lr_scaling,
     )
 
 

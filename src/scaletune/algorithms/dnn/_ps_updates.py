@@ -17,6 +17,7 @@ from scaletune.gradient_noise import GradientNoiseScale
 
 from ._checkpoint import Position
 from ._common import restore_optimizer
+from ._hyperparameters import LearningRateScaling
 from ._pace import FixedPace, Pace
 from ._schedule import LearningRateSchedule
 from ._staleness import Compensator, ImplicitMomentumCorrection, NoCompensation
@@ -44,15 +45,18 @@ class ServerUpdates:
         noise: GradientNoiseScale | None = None,
         compensation: Compensator | None = None,
         momentum: ImplicitMomentumCorrection | None = None,
+        scaling: LearningRateScaling = LearningRateScaling.NONE,
     ) -> None:
         """`noise`: AdaScale's estimates (sync); `compensation` and `momentum`: what an
-        asynchronous push's staleness changes (SGD's momentum only: Adam's is left)."""
+        asynchronous push's staleness changes (SGD's momentum only: Adam's is left);
+        `scaling`: the rule that scales a round's learning rate with the gradients in it."""
         self._model = model
         self._optimizer = optimizer
         self._pace = pace
         self._noise = noise
         self._compensation = compensation or NoCompensation()
         self._momentum = momentum
+        self._scaling = scaling
         self.version = 0
         self.progress = 0.0
 
@@ -85,15 +89,24 @@ class ServerUpdates:
             metrics["gns:b_simple"] = self._noise.b_simple
         return metrics
 
-    def apply_round(self, pushes: list[Pushed]) -> None:
-        """A synchronous round: the mean of every worker's gradient, in rank order."""
+    def apply_round(self, pushes: list[Pushed], of: int | None = None) -> None:
+        """A synchronous round: the mean of its gradients, in rank order. `of`: how many a
+        whole round has; one that went on without its late workers (backup workers) counts
+        in the job's progress as the share it applied, and its learning rate is the scaling
+        rule's for the gradients it averaged (a smaller batch)."""
         mean = np.mean([p.gradient for p in pushes], axis=0) if len(pushes) > 1 else None
         gradient = pushes[0].gradient if mean is None else mean
         if self._noise is not None:
             averaged_sq = float(np.dot(gradient.astype(np.float64), gradient))
             summed = sum(p.micro_sq for p in pushes)
             self._noise.update(summed / self._noise.scale, averaged_sq)
-        self._step(torch.from_numpy(np.asarray(gradient, dtype=np.float32)), 1.0)
+        whole = of or len(pushes)
+        lr_factor = self._scaling.factor(len(pushes)) / self._scaling.factor(whole)
+        self._step(
+            torch.from_numpy(np.asarray(gradient, dtype=np.float32)),
+            lr_factor,
+            applied=len(pushes) / whole,
+        )
 
     def apply_push(self, push: Pushed) -> None:
         """An asynchronous push, compensated for its staleness."""
@@ -108,7 +121,7 @@ class ServerUpdates:
                     group["momentum"] = explicit
         self._step(gradient, lr_factor)
 
-    def _step(self, gradient: torch.Tensor, lr_factor: float) -> None:
+    def _step(self, gradient: torch.Tensor, lr_factor: float, applied: float = 1.0) -> None:
         offset = 0
         for parameter in self._model.parameters():
             size = parameter.numel()
@@ -120,7 +133,7 @@ class ServerUpdates:
             group["lr"] = lr
         self._optimizer.step()
         self.version += 1
-        self.progress = self._pace.advance(self.progress, scale)
+        self.progress = self._pace.advance(self.progress, scale, applied)
 
     def state(self) -> dict[str, Any]:
         noise = self._noise
