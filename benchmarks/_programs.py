@@ -82,3 +82,37 @@ def lightgbm_rank1_killed_at_round_37(ctx: WorkerContext) -> None:
 
         ctx.report = report_then_die  # type: ignore[method-assign]
     train_lightgbm(ctx)
+
+
+STRAGGLER_FILE_VARIABLE = "SCALETUNE_BENCH_STRAGGLER_FILE"
+
+
+def dnn_with_a_straggler(ctx: WorkerContext) -> None:
+    """scaletune's DNN program with one rank slowed: after each micro-batch's backward pass it
+    waits a fixed time (a slower machine). The file named by $SCALETUNE_BENCH_STRAGGLER_FILE,
+    which the benchmark writes before each job, says "<rank> <seconds>"; read per job, since
+    a warm worker process outlives the job (benchmarks/convergence/stragglers.py)."""
+    import importlib
+    import os
+    import time
+    from pathlib import Path
+
+    from scaletune.algorithms.dnn._program import train_dnn
+
+    rank, seconds = Path(os.environ[STRAGGLER_FILE_VARIABLE]).read_text().split()
+    if ctx.rank != int(rank):
+        train_dnn(ctx)
+        return
+    # The training loop's own name for the backward pass, swapped for this job alone.
+    loop, name = importlib.import_module("scaletune.algorithms.dnn._ps_training"), "backward"
+    backward = getattr(loop, name)
+
+    def slowed_backward(loss: Any) -> None:
+        backward(loss)
+        time.sleep(float(seconds))
+
+    setattr(loop, name, slowed_backward)
+    try:
+        train_dnn(ctx)
+    finally:  # the process may run another job's rank next
+        setattr(loop, name, backward)

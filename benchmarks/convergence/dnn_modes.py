@@ -156,18 +156,25 @@ What it shows, run on 2 cores:
   rows agree to every digit. At 4x the global batch they take 4x fewer steps in the same
   epochs and lose ~0.8 points of validation accuracy, not the reference's collapse.
 - **The large-batch remedy closes that gap**: linear scaling (lr x4) with one warm-up epoch
-  reaches 0.46 points below one worker on validation and matches it on test; sqrt scaling
-  0.36 points below.
-- **The asynchronous parameter server is where training collapses.** With the naive settings
-  each gradient is ~3 updates stale (mean) and the weights oscillate (validation at the last
-  epoch's end 0.71, the final weights 0.90 on test). A larger learning rate (0.2, or the
-  "linear" x4 that is right for synchronous training), or momentum 0.99, send it to chance
-  (0.10-0.11): the reference's 0.97 -> 0.11 is reproduced by staleness compounding with
-  momentum, not by data parallelism as such. A staleness bound of 0 halves the mean staleness
-  but does not rescue lr x4: the momentum buffer on the server still accumulates stale
-  gradients four times per worker step.
-- 8 async workers at the naive settings reached 0.90 here; how much an async run oscillates
-  depends on how the workers happen to interleave on 2 cores, so single async runs are noisy.
+  reaches 0.32 points below one worker on validation and matches it on test; sqrt scaling
+  0.44 points below.
+- **The asynchronous parameter server is where training collapses.** These rows are the
+  reference's server (the momentum asked for kept) and single runs, which swing with how the
+  pushes interleave on 2 cores: with the naive settings each gradient is ~3 updates stale
+  (mean) and 4 workers reached 0.61 here (0.71 and 0.96 in earlier runs;
+  `convergence_async_staleness.md` has seeds). A larger learning rate (0.2, or the "linear"
+  x4 that is right for synchronous training), or momentum 0.99, send it to chance
+  (0.10-0.21): the reference's 0.97 -> 0.11 is reproduced by staleness compounding with
+  momentum, not by data parallelism as such. `max_staleness = 1` cuts the largest staleness
+  (7 against 20) but does not rescue lr x4 (0.11): the momentum buffer on the server still
+  accumulates stale gradients four times per worker step.
+- 8 async workers at the naive settings reached 0.31 (staleness mean 7). Earlier runs
+  reached 0.90 and 0.93 with a staleness mean under 3 in the last epoch: the job then ended
+  when every worker had passed over its shard, so its last epoch ran with the finished
+  workers gone, a cool-down; the server now ends it when the data's passes are applied,
+  all workers pushing to the end. scaletune's default remedy (the momentum asynchrony adds
+  taken off) is measured in `convergence_async_staleness.md` and
+  `convergence_stragglers.md`.
 - Speed: 4 processes share 2 cores, so no case is faster than one worker. The synchronous
   parameter server's 4-worker run was faster than DDP's (gloo's all-reduce among 4 processes
   on 2 cores costs more than one round trip to a server thread).

@@ -239,3 +239,29 @@ def test_a_round_short_of_its_backup_workers_counts_as_the_share_it_applied() ->
     assert (updates.reached(), updates.finished) == (1, False)
     updates.apply_round([one, one, one], of=3)
     assert (updates.reached(), updates.finished) == (2, True)
+
+
+def test_asynchronously_the_job_ends_with_its_pushes_whichever_workers_made_them(
+    clients: list[ParameterServerClient],
+) -> None:
+    # One epoch of 2 workers x 2 batches: 4 pushes. Worker 0 makes all 4 (worker 1, a
+    # straggler, none): the job is done, and worker 1's late push is not applied.
+    model = tiny_model()
+    pace = AppliedPace(LearningRateSchedule(1.0, 1.0, 0), epochs=1, updates_per_epoch=4)
+    updates = ServerUpdates(model, torch.optim.SGD(model.parameters(), lr=1.0), pace)
+    server = start_server(model, updates, 2, Asynchronous())
+    try:
+        (fast, model_fast), (late, model_late) = (connect(server, rank, clients) for rank in (0, 1))
+        _set_gradient(model_fast, 1.0)
+        stops = [fast.push(model_fast, 0.0, 1, stop_wanted=False) for _ in range(4)]
+        assert stops == [False, False, False, True]
+        assert (server.reached(), server.finished) == (1, True)
+        done = server.snapshot().clone()
+        _set_gradient(model_late, 1.0)
+        assert late.push(model_late, 0.0, 1, stop_wanted=False)  # told to stop at once
+        torch.testing.assert_close(server.snapshot(), done)  # and its gradient not applied
+        for client in (fast, late):
+            client.done()
+        server.wait_until_all_done()
+    finally:
+        server.close()

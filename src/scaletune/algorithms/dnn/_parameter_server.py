@@ -264,12 +264,16 @@ class ParameterServer:
             self._stop = self._stop or push.stop_wanted
             if isinstance(self._mode, Synchronous):
                 return self._push_sync(rank, push, self._mode)
+            if self._updates.finished:  # the job's pushes are made: this one is not applied
+                self._stop = True
+                return self._reply_or_abort(rank)
             self._count(push)
             staleness = self._updates.version - push.version
             self._updates.apply_push(
                 Pushed(push.gradient, staleness=staleness, pulled=self._sent.get(rank))
             )
             self._clocks[rank] += 1
+            self._stop = self._stop or self._updates.finished
             if self._mode.max_staleness is not None:
                 self._state.notify_all()
                 self._wait_noting(

@@ -17,6 +17,12 @@ from scaletune.spec import DistributionSpec, SyncMode
 class Synchronous:
     backup_workers: int = 0
 
+    @property
+    def counts_epochs(self) -> bool:
+        """Whether the server, not each worker's passes over its shard, closes the epochs:
+        rounds that drop late gradients apply less than a whole round's."""
+        return self.backup_workers > 0
+
     def needed(self, training: int) -> int:
         """How many gradients close a round, `training` workers still training."""
         return max(1, training - self.backup_workers)
@@ -28,6 +34,9 @@ class Synchronous:
 @dataclass(frozen=True)
 class Asynchronous:
     max_staleness: int | None = None
+    # Every push is an update: the job's end is the pushes of `epochs` passes over the data,
+    # whichever workers make them, not a straggler's own passes over its shard.
+    counts_epochs = True
 
     def holds(self, ahead: int) -> bool:
         """Whether a worker `ahead` pushes beyond the slowest waits for its reply."""

@@ -40,8 +40,8 @@ def train_parameter_server(run: DNNRun, mode: ServerMode) -> tuple[nn.Module, in
     authkey = f"scaletune:{ctx.task.job_id}".encode()
     adaptive = is_adaptive(hyperparameters)
     # The server counts the epochs where a worker's passes over its shard do not measure
-    # the job's progress: AdaScale's, and rounds that drop their late workers' gradients.
-    server_paced = adaptive or _backup(mode)
+    # the job's progress: AdaScale's, asynchronous pushes, rounds that drop late gradients.
+    server_paced = adaptive or mode.counts_epochs
     server: ParameterServer | None = None
     resumed = _resumed_state(run)
     position = Position.start() if resumed is None else Position(**resumed["position"])
@@ -115,10 +115,6 @@ def train_parameter_server(run: DNNRun, mode: ServerMode) -> tuple[nn.Module, in
             server.close()
 
 
-def _backup(mode: ServerMode) -> bool:
-    return isinstance(mode, Synchronous) and mode.backup_workers > 0
-
-
 def _server_updates(run: DNNRun, model: nn.Module, mode: ServerMode) -> ServerUpdates:
     """The server's update rule, from the job's hyperparameters and `[distribution]`."""
     ctx, hyperparameters, plan = run.ctx, run.hyperparameters, run.plan
@@ -127,7 +123,7 @@ def _server_updates(run: DNNRun, model: nn.Module, mode: ServerMode) -> ServerUp
     # Asynchronously every worker's push is an update of its own: N per worker step.
     updates_per_epoch = plan.updates_per_epoch * (1 if synchronous else ctx.world_size)
     pace = pace_for(hyperparameters, ctx.world_size, plan.train_rows, updates_per_epoch)
-    if _backup(mode) and isinstance(pace, FixedPace):
+    if mode.counts_epochs and isinstance(pace, FixedPace):
         pace = AppliedPace(pace.schedule, pace.epochs, updates_per_epoch)
     # The server measures AdaScale's gain alone; the noise scale is the all-reduce loop's.
     noise = (
