@@ -37,12 +37,15 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# The suite on $(TEST_WORKERS) pytest-xdist workers, a test file to a worker at a time (a
-# module's warm pool or Ray instance starts once); the tests marked serial (a multinode Ray,
-# TensorFlow's fault tests, timings) are one group, run first, one at a time, on one worker
-# while the others take the files (tests/conftest.py: pytest_collection_modifyitems).
+# The suite in two phases: the tests marked serial first, one at a time (they need the whole
+# machine: a multinode Ray, TensorFlow's fault tests, timings), then all others on
+# $(TEST_WORKERS) pytest-xdist workers, a test file to a worker at a time so that a module's warm
+# pool or Ray instance starts once. Both always run; the closing line is the second's.
 unit: $(STAMP)
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(call junit,suite)
+	rc=0; \
+	$(BIN)/pytest -m serial $(call junit,serial) || rc=$$?; \
+	$(BIN)/pytest -m "not serial" -n $(TEST_WORKERS) --dist loadfile $(call junit,parallel) || rc=$$?; \
+	exit $$rc
 
 test-stress: $(STAMP)  # tests/stress.txt, ROUNDS times beside a CPU hog: results/test_stress.md
 	$(BIN)/python scripts/test_stress.py --rounds $(ROUNDS)

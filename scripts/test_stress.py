@@ -2,9 +2,9 @@
 CPU hog on one core beside them; every failure counted, by test, in a Markdown table.
 
 The tests are those listed in tests/stress.txt (the ones that failed in a CI run, and the
-slowest, which wait longest on processes and clocks). A round is one pytest run of them all,
-scheduled as `make unit` schedules the suite (the tests marked serial one at a time on one
-worker, beside the others).
+slowest, which wait longest on processes and clocks). A round is one pytest run of them all;
+the tests marked serial run alone, the others on the suite's parallel workers, as `make unit`
+runs them.
 """
 
 from __future__ import annotations
@@ -60,17 +60,21 @@ def outcomes(junit: Path) -> dict[str, str]:
 
 
 def one_round(tests: list[str], workers: int, folder: Path, number: int) -> dict[str, str]:
-    junit = folder / f"round-{number}.xml"
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-    command += ["-n", str(workers), "--dist", "loadgroup", "--no-loadscope-reorder"]
-    command += [f"--junitxml={junit}", "--durations=0", *tests]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
-    if done.returncode not in (0, 1):
-        sys.stderr.write(done.stdout[-3000:] + done.stderr[-3000:])
-        raise SystemExit(f"round {number}: pytest exited {done.returncode}")
-    if done.returncode == 1:
-        (folder / f"round-{number}.log").write_text(done.stdout + done.stderr)
-    return outcomes(junit) if junit.exists() else {}
+    results: dict[str, str] = {}
+    for phase, extra in (("serial", []), ("parallel", ["-n", str(workers), "--dist", "loadfile"])):
+        junit = folder / f"round-{number}-{phase}.xml"
+        marker = "serial" if phase == "serial" else "not serial"
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", marker]
+        command += [*extra, f"--junitxml={junit}", "--durations=0", *tests]
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+        if done.returncode not in (0, 1, 5):  # 5: no test of this phase in the list
+            sys.stderr.write(done.stdout[-3000:] + done.stderr[-3000:])
+            raise SystemExit(f"round {number}, {phase}: pytest exited {done.returncode}")
+        if junit.exists():
+            results.update(outcomes(junit))
+        if done.returncode == 1:
+            (folder / f"round-{number}-{phase}.log").write_text(done.stdout + done.stderr)
+    return results
 
 
 def render(

@@ -38,40 +38,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.add_cleanup(_hang_report.close)
 
 
-SERIAL_GROUP = "serial"
-
-
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the groups
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under `make unit` (pytest-xdist, `--dist loadgroup`): each test file is a group of its
-    own, so that a module's warm pool or Ray instance starts once on one worker, and the tests
-    marked serial are one more group, scheduled first. One worker runs them one at a time
-    while the other works through the files: a serial test shares the machine with one other
-    test at most, and its waits (a node's loss noticed, a retry's back-off) overlap other
-    work. The files follow largest first, as pytest-xdist orders its scopes."""
-    if config.getoption("dist", "no") != "loadgroup":
-        return
-    sizes: dict[str, int] = {}
-    for item in items:
-        serial = item.get_closest_marker("serial") is not None
-        group = SERIAL_GROUP if serial else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
-        sizes[group] = sizes.get(group, 0) + 1
-    first_seen = {group: index for index, group in enumerate(sizes)}  # collection order
-
-    def order(item: pytest.Item) -> tuple[bool, int, int]:
-        group = _group(item)
-        return (group != SERIAL_GROUP, -sizes[group], first_seen[group])
-
-    items.sort(key=order)  # stable: a file's tests keep their order
-
-
-def _group(item: pytest.Item) -> str:
-    mark = item.get_closest_marker("xdist_group")
-    assert mark is not None
-    return str(mark.args[0])
-
-
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Generator[None]:
     timeout = float(item.config.getini("timeout") or 0)
