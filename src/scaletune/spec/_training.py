@@ -72,6 +72,9 @@ class ImplicitMomentum(StrEnum):
 
     IGNORE = "ignore"
     SUBTRACT = "subtract"
+    # Subtract, and give back the step that costs where the training loss keeps falling
+    # (at a small step asynchrony adds no length to it); best with staleness_compensation="dc".
+    ADAPT = "adapt"
 
 
 class TaskKind(StrEnum):
@@ -211,7 +214,8 @@ class DistributionSpec(Frozen):
     implicit_momentum: ImplicitMomentum = Field(
         default=ImplicitMomentum.SUBTRACT,
         description="parameter_server async: whether the optimiser's momentum is lowered by "
-        "the momentum that asynchrony adds",
+        "the momentum that asynchrony adds ('subtract'), and with 'adapt' the step that costs "
+        "given back while the training loss keeps falling (with staleness_compensation='dc')",
     )
     dc_lambda: float = Field(
         default=2.0,

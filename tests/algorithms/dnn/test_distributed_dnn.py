@@ -164,6 +164,13 @@ def test_asynchronous_workers_report_staleness_bounded_or_not(
     assert synchronous.final_metrics["ps:staleness_max"] == 0  # k = 0: synchronous rounds
 
 
+def test_an_adapted_step_trains_asynchronously(session: Session) -> None:
+    remedy = {"implicit_momentum": "adapt", "staleness_compensation": "dc"}
+    record = _fit(session, 2, {**PS_ASYNC, **remedy}, epochs=3).describe()
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    assert record.final_metrics["validation:accuracy"] > 0.5  # chance is 0.1
+
+
 @pytest.mark.parametrize("distribution", [ALLREDUCE, PS_SYNC, PS_ASYNC], ids=str)
 def test_a_stop_ends_every_worker_cleanly_and_keeps_them_warm(
     session: Session, distribution: dict[str, Any]

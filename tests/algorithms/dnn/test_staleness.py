@@ -18,6 +18,7 @@ from scaletune.algorithms.dnn._staleness import (
     DelayCompensation,
     ImplicitMomentumCorrection,
     StalenessScaledRate,
+    StepRestoration,
 )
 from tests.algorithms.dnn.servers import connect, finish, start_server, tiny_model
 
@@ -114,3 +115,30 @@ def test_the_server_steps_with_the_corrected_momentum(
         finish(server, a, b)
     finally:
         server.close()
+
+
+def test_the_step_is_given_back_while_the_loss_falls_and_taken_back_when_it_rises() -> None:
+    # 2 workers at momentum 0.9: staleness 1 takes 0.5 off, leaving 0.4; an epoch's pushes then
+    # move the weights 2 x 0.1 / 0.6 = 1/3 as far as the synchronous rounds: up to 3x back.
+    restoration = StepRestoration(momentum=0.9, window=2)
+
+    def window(loss: float) -> float:
+        restoration.step_factor(0.4, 1.0, loss, 10)
+        return restoration.step_factor(0.4, 1.0, loss, 10)
+
+    assert window(5.0) == 1.0  # the first window: nothing to compare with
+    factors = [window(loss) for loss in (4.0, 3.0, 2.0, 1.5, 1.2, 1.0, 0.9)]
+    assert factors[:4] == pytest.approx([1.25, 1.5625, 1.953125, 2.44140625])
+    assert factors[-1] == pytest.approx(3.0)  # never past what the correction took
+    assert window(2.0) == pytest.approx(1.5)  # the loss rose: halved
+    assert window(3.0) == 1.0  # and again, to no less than the step asked for
+    assert restoration.step_factor(0.4, 1.0, 1.0, 10) == 1.0  # mid-window: unchanged
+
+
+def test_a_restored_step_resumes_where_it_was() -> None:
+    restoration = StepRestoration(momentum=0.9, window=1)
+    for loss in (3.0, 2.0, 1.0):
+        restoration.step_factor(0.4, 1.0, loss, 1)
+    again = StepRestoration(momentum=0.9, window=1)
+    again.restore(restoration.state())
+    assert again.step_factor(0.4, 1.0, 0.5, 1) == restoration.step_factor(0.4, 1.0, 0.5, 1)

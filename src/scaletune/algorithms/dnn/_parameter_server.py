@@ -270,7 +270,13 @@ class ParameterServer:
             self._count(push)
             staleness = self._updates.version - push.version
             self._updates.apply_push(
-                Pushed(push.gradient, staleness=staleness, pulled=self._sent.get(rank))
+                Pushed(
+                    push.gradient,
+                    staleness=staleness,
+                    pulled=self._sent.get(rank),
+                    loss_sum=push.loss_sum,
+                    examples=push.examples,
+                )
             )
             self._clocks[rank] += 1
             self._stop = self._stop or self._updates.finished

@@ -24,11 +24,13 @@ from ._ps_modes import ServerMode, Synchronous
 from ._ps_updates import ServerUpdates
 from ._run import DNNRun
 from ._staleness import (
+    RESTORATION_WINDOW_ROUNDS,
     Compensator,
     DelayCompensation,
     ImplicitMomentumCorrection,
     NoCompensation,
     StalenessScaledRate,
+    StepRestoration,
 )
 
 
@@ -130,14 +132,17 @@ def _server_updates(run: DNNRun, model: nn.Module, mode: ServerMode) -> ServerUp
         noise_estimate(hyperparameters, ctx.world_size) if is_adaptive(hyperparameters) else None
     )
     compensator: Compensator = NoCompensation()
-    momentum = None
+    momentum = restoration = None
     if not synchronous:
         if distribution.staleness_compensation is StalenessCompensation.LR:
             compensator = StalenessScaledRate()
         elif distribution.staleness_compensation is StalenessCompensation.DC:
             compensator = DelayCompensation(distribution.dc_lambda)
-        if distribution.implicit_momentum is ImplicitMomentum.SUBTRACT:
+        if distribution.implicit_momentum is not ImplicitMomentum.IGNORE:
             momentum = ImplicitMomentumCorrection(hyperparameters.momentum, ctx.world_size - 1)
+        if distribution.implicit_momentum is ImplicitMomentum.ADAPT:
+            window = RESTORATION_WINDOW_ROUNDS * ctx.world_size
+            restoration = StepRestoration(hyperparameters.momentum, window)
     optimizer = make_optimizer(model.parameters(), hyperparameters)
     return ServerUpdates(
         model,
@@ -146,6 +151,7 @@ def _server_updates(run: DNNRun, model: nn.Module, mode: ServerMode) -> ServerUp
         noise=noise,
         compensation=compensator,
         momentum=momentum,
+        restoration=restoration,
         scaling=hyperparameters.lr_scaling,
     )
 

@@ -20,7 +20,12 @@ from ._common import restore_optimizer
 from ._hyperparameters import LearningRateScaling
 from ._pace import FixedPace, Pace
 from ._schedule import LearningRateSchedule
-from ._staleness import Compensator, ImplicitMomentumCorrection, NoCompensation
+from ._staleness import (
+    Compensator,
+    ImplicitMomentumCorrection,
+    NoCompensation,
+    StepRestoration,
+)
 
 FloatVector = npt.NDArray[np.float32]
 
@@ -33,6 +38,8 @@ class Pushed:
     micro_sq: float = 0.0  # its micro-batch gradients' squared norms, summed (AdaScale)
     staleness: int = 0  # updates applied since the weights it was computed on were sent
     pulled: FloatVector | None = None  # those weights (delay compensation needs them)
+    loss_sum: float = 0.0  # its training loss, summed over its examples
+    examples: int = 0
 
 
 class ServerUpdates:
@@ -45,10 +52,12 @@ class ServerUpdates:
         noise: GradientNoiseScale | None = None,
         compensation: Compensator | None = None,
         momentum: ImplicitMomentumCorrection | None = None,
+        restoration: StepRestoration | None = None,
         scaling: LearningRateScaling = LearningRateScaling.NONE,
     ) -> None:
         """`noise`: AdaScale's estimates (sync); `compensation` and `momentum`: what an
-        asynchronous push's staleness changes (SGD's momentum only: Adam's is left);
+        asynchronous push's staleness changes (SGD's momentum only: Adam's is left), and
+        `restoration` what the momentum's correction costs the step where the loss allows;
         `scaling`: the rule that scales a round's learning rate with the gradients in it."""
         self._model = model
         self._optimizer = optimizer
@@ -56,6 +65,7 @@ class ServerUpdates:
         self._noise = noise
         self._compensation = compensation or NoCompensation()
         self._momentum = momentum
+        self._restoration = restoration
         self._scaling = scaling
         self.version = 0
         self.progress = 0.0
@@ -119,6 +129,10 @@ class ServerUpdates:
             for group in self._optimizer.param_groups:
                 if "momentum" in group:
                     group["momentum"] = explicit
+            if self._restoration is not None:
+                lr_factor *= self._restoration.step_factor(
+                    explicit, self._momentum.mean_staleness, push.loss_sum, push.examples
+                )
         self._step(gradient, lr_factor)
 
     def _step(self, gradient: torch.Tensor, lr_factor: float, applied: float = 1.0) -> None:
@@ -144,6 +158,7 @@ class ServerUpdates:
             "noise": None if noise is None else noise.estimates,
             "compensation": self._compensation.state(),
             "mean_staleness": None if self._momentum is None else self._momentum.mean_staleness,
+            "restoration": None if self._restoration is None else self._restoration.state(),
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -156,3 +171,5 @@ class ServerUpdates:
             self._compensation.restore(state["compensation"])
         if self._momentum is not None and state.get("mean_staleness") is not None:
             self._momentum.mean_staleness = float(state["mean_staleness"])
+        if self._restoration is not None and state.get("restoration") is not None:
+            self._restoration.restore(state["restoration"])

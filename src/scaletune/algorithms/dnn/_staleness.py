@@ -122,3 +122,58 @@ class ImplicitMomentumCorrection:
         )
         implicit = self.mean_staleness / (1 + self.mean_staleness)
         return max(0.0, self.momentum - implicit)
+
+
+RESTORATION_WINDOW_ROUNDS = 5  # a window of pushes: this many times the workers
+RESTORATION_CEILING = 4.0
+RESTORATION_GROWTH = 1.25
+
+
+@dataclass
+class StepRestoration:
+    """The step that taking off the implicit momentum shortens, given back while the training
+    loss keeps falling (`implicit_momentum = "adapt"`).
+
+    Asynchrony's momentum lengthens the step only where the step is long enough to oscillate.
+    At a small one, N workers' pushes with the explicit momentum m_e left after the correction
+    move the weights about N (1 - m) / (1 - m_e) as far an epoch as the synchronous rounds (a
+    third at 2 workers and momentum 0.9): the job under-steps. The step is scaled by up to the
+    inverse of that (the measured mean staleness s standing for N - 1, the ceiling 4), the
+    factor raised by a quarter after each window of pushes whose mean loss fell and halved,
+    down to 1, after one whose loss rose: where the longer step destabilises, it is taken
+    back (benchmarks/results/convergence_async_grid_adapt.md)."""
+
+    momentum: float  # what the job asked for
+    window: int  # pushes a window
+    factor: float = 1.0
+    previous: float | None = None  # the last window's mean loss
+    _loss: float = 0.0
+    _examples: int = 0
+    _pushes: int = 0
+
+    def step_factor(
+        self, explicit: float, mean_staleness: float, loss: float, examples: int
+    ) -> float:
+        """The factor on this push's learning rate, after counting its loss (a sum over
+        `examples`) into the window under way."""
+        self._loss += loss
+        self._examples += examples
+        self._pushes += 1
+        if self._pushes < self.window or not self._examples:
+            return self.factor
+        mean = self._loss / self._examples
+        if self.previous is not None and mean > self.previous:
+            self.factor = max(1.0, self.factor / 2)
+        elif self.previous is not None:
+            shortfall = (1 - explicit) / ((1 + mean_staleness) * max(1 - self.momentum, 1e-3))
+            target = min(RESTORATION_CEILING, max(1.0, shortfall))
+            self.factor = min(target, self.factor * RESTORATION_GROWTH)
+        self.previous = mean
+        self._loss, self._examples, self._pushes = 0.0, 0, 0
+        return self.factor
+
+    def state(self) -> dict[str, Any]:
+        return {"factor": self.factor, "previous": self.previous}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.factor, self.previous = float(state["factor"]), state["previous"]
