@@ -4,7 +4,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from scaletune.algorithms.dnn._parameter_server import ParameterServerClient
+from scaletune.algorithms.dnn._ps_client import ParameterServerClient
 
 
 @pytest.fixture

@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from scaletune.algorithms.dnn._parameter_server import ParameterServer, ParameterServerClient
+from scaletune.algorithms.dnn._parameter_server import ParameterServer
+from scaletune.algorithms.dnn._ps_client import ParameterServerClient
 from scaletune.algorithms.dnn._ps_modes import ServerMode
 from scaletune.algorithms.dnn._ps_updates import ServerUpdates
 from scaletune.cluster import free_port

@@ -13,13 +13,11 @@ from torch.nn.utils import parameters_to_vector
 
 from scaletune.algorithms.dnn import LearningRateScaling, LearningRateSchedule
 from scaletune.algorithms.dnn._pace import AppliedPace
-from scaletune.algorithms.dnn._parameter_server import (
-    ParameterServer,
-    ParameterServerClient,
-    ParameterServerError,
-)
+from scaletune.algorithms.dnn._parameter_server import ParameterServer
+from scaletune.algorithms.dnn._ps_client import ParameterServerClient
 from scaletune.algorithms.dnn._ps_modes import Asynchronous, ServerMode, Synchronous
 from scaletune.algorithms.dnn._ps_updates import Pushed, ServerUpdates
+from scaletune.algorithms.dnn._ps_wire import ParameterServerError
 from tests.algorithms.dnn.servers import connect, start_server, tiny_model
 
 

@@ -10,7 +10,8 @@ from torch import nn
 
 from scaletune.algorithms.dnn import LearningRateSchedule
 from scaletune.algorithms.dnn._pace import FixedPace
-from scaletune.algorithms.dnn._parameter_server import ParameterServer, ParameterServerClient
+from scaletune.algorithms.dnn._parameter_server import ParameterServer
+from scaletune.algorithms.dnn._ps_client import ParameterServerClient
 from scaletune.algorithms.dnn._ps_modes import Asynchronous
 from scaletune.algorithms.dnn._ps_updates import ServerUpdates
 from scaletune.algorithms.dnn._staleness import (

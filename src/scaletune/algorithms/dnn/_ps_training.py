@@ -19,7 +19,8 @@ from scaletune.worker import WorkerContext
 from ._checkpoint import STATE_FILE, Position, pack, unpack
 from ._common import backward, make_optimizer, micro_batch_loss
 from ._pace import AppliedPace, FixedPace, is_adaptive, noise_estimate, pace_for
-from ._parameter_server import ParameterServer, ParameterServerClient
+from ._parameter_server import ParameterServer
+from ._ps_client import ParameterServerClient
 from ._ps_modes import ServerMode, Synchronous
 from ._ps_updates import ServerUpdates
 from ._run import DNNRun
