@@ -18,7 +18,7 @@ from scaletune.algorithms.dnn._ps_client import ParameterServerClient
 from scaletune.algorithms.dnn._ps_modes import Asynchronous, ServerMode, Synchronous
 from scaletune.algorithms.dnn._ps_updates import Pushed, ServerUpdates
 from scaletune.algorithms.dnn._ps_wire import ParameterServerError
-from tests.algorithms.dnn.servers import connect, start_server, tiny_model
+from tests.algorithms.dnn.servers import connect, finish, start_server, tiny_model
 
 
 def _server(world_size: int, mode: ServerMode, straggler_seconds: float = 60.0) -> ParameterServer:
@@ -30,6 +30,13 @@ def _server(world_size: int, mode: ServerMode, straggler_seconds: float = 60.0) 
 def _set_gradient(model: nn.Module, value: float) -> None:
     for parameter in model.parameters():
         parameter.grad = torch.full_like(parameter, value)
+
+
+def _pushing(client: ParameterServerClient, model: nn.Module) -> threading.Thread:
+    """A push whose reply the test waits for (it may be held)."""
+    pushed = threading.Thread(target=client.push, args=(model, 0.0, 1, False))
+    pushed.start()
+    return pushed
 
 
 def test_async_applies_each_push_and_measures_staleness(
@@ -48,9 +55,7 @@ def test_async_applies_each_push_and_measures_staleness(
         torch.testing.assert_close(
             torch.nn.utils.parameters_to_vector(model_b.parameters()), start - 2.0
         )
-        for client in (a, b):
-            client.done()
-        server.wait_until_all_done()
+        finish(server, a, b)
     finally:
         server.close()
 
@@ -61,8 +66,7 @@ def test_sync_waits_for_every_worker_and_averages(clients: list[ParameterServerC
         (a, model_a), (b, model_b) = (connect(server, rank, clients) for rank in (0, 1))
         start = server.snapshot().clone()
         _set_gradient(model_a, 1.0)
-        pushed = threading.Thread(target=a.push, args=(model_a, 0.0, 1, False))
-        pushed.start()
+        pushed = _pushing(a, model_a)
         pushed.join(0.2)
         assert pushed.is_alive()  # the round needs worker 1 too
         torch.testing.assert_close(server.snapshot(), start)
@@ -71,9 +75,7 @@ def test_sync_waits_for_every_worker_and_averages(clients: list[ParameterServerC
         pushed.join(5)
         torch.testing.assert_close(server.snapshot(), start - 2.0)  # the mean of 1 and 3
         assert server.take_statistics().staleness == [0, 0]
-        for client in (a, b):
-            client.done()
-        server.wait_until_all_done()
+        finish(server, a, b)
     finally:
         server.close()
 
@@ -86,17 +88,14 @@ def test_a_staleness_bound_holds_back_a_worker_that_runs_ahead(
         (a, model_a), (b, model_b) = (connect(server, rank, clients) for rank in (0, 1))
         _set_gradient(model_a, 1.0)
         a.push(model_a, 0.0, 1, stop_wanted=False)  # one ahead of worker 1: allowed
-        pushed = threading.Thread(target=a.push, args=(model_a, 0.0, 1, False))
-        pushed.start()
+        pushed = _pushing(a, model_a)
         pushed.join(0.2)
         assert pushed.is_alive()  # two ahead: waits for worker 1
         _set_gradient(model_b, 1.0)
         b.push(model_b, 0.0, 1, stop_wanted=False)
         pushed.join(5)
         assert not pushed.is_alive()
-        for client in (a, b):
-            client.done()
-        server.wait_until_all_done()
+        finish(server, a, b)
     finally:
         server.close()
 
@@ -113,13 +112,6 @@ def test_a_lost_worker_aborts_the_others(clients: list[ParameterServerClient]) -
             server.wait_until_all_done()
     finally:
         server.close()
-
-
-def _pushing(client: ParameterServerClient, model: nn.Module) -> threading.Thread:
-    """A push whose reply the test waits for (it may be held)."""
-    pushed = threading.Thread(target=client.push, args=(model, 0.0, 1, False))
-    pushed.start()
-    return pushed
 
 
 def test_a_round_goes_on_with_the_first_n_minus_b_and_drops_the_late_gradient(
@@ -150,9 +142,7 @@ def test_a_round_goes_on_with_the_first_n_minus_b_and_drops_the_late_gradient(
         statistics = server.take_statistics()
         assert (statistics.dropped, statistics.staleness) == (1, [0, 0])
         assert statistics.metrics()["ps:dropped"] == 1.0
-        for client in (a, b, late):
-            client.done()
-        server.wait_until_all_done()
+        finish(server, a, b, late)
     finally:
         server.close()
 
@@ -176,9 +166,7 @@ def test_a_bound_holds_a_worker_past_k_ahead_and_says_whom_it_waits_for(
         b.push(model_b, 0.0, 1, stop_wanted=False)
         held.join(5)
         assert not held.is_alive()
-        for client in (a, b):
-            client.done()
-        server.wait_until_all_done()
+        finish(server, a, b)
     finally:
         server.close()
 
@@ -202,9 +190,7 @@ def test_a_round_waiting_on_a_straggler_says_so_once(
         slow.push(model_slow, 0.0, 1, stop_wanted=False)
         for pushed in waiting:
             pushed.join(5)
-        for client in (a, b, slow):
-            client.done()
-        server.wait_until_all_done()
+        finish(server, a, b, slow)
     finally:
         server.close()
 
@@ -258,8 +244,6 @@ def test_asynchronously_the_job_ends_with_its_pushes_whichever_workers_made_them
         _set_gradient(model_late, 1.0)
         assert late.push(model_late, 0.0, 1, stop_wanted=False)  # told to stop at once
         torch.testing.assert_close(server.snapshot(), done)  # and its gradient not applied
-        for client in (fast, late):
-            client.done()
-        server.wait_until_all_done()
+        finish(server, fast, late)
     finally:
         server.close()

@@ -97,9 +97,7 @@ class AppliedPace(FixedPace):
         return Position(epoch, index, update, progress)
 
     def reached(self, position: Position) -> int:
-        # A hair of slack: shares summed in floating point land on a boundary from below.
-        done = position.progress_or_update / self.updates_per_epoch
-        return min(math.floor(done + 1e-9), self.epochs)
+        return _epochs_of_progress(position, self.updates_per_epoch, self.epochs)
 
 
 @dataclass(frozen=True)
@@ -112,9 +110,7 @@ class AdaScalePace:
         return Position(epoch, index, update, progress)
 
     def reached(self, position: Position) -> int:
-        # A hair of slack: progress summed in floating point lands on a boundary from below.
-        done = position.progress_or_update / self.reference_updates_per_epoch
-        return min(math.floor(done + 1e-9), self.epochs)
+        return _epochs_of_progress(position, self.reference_updates_per_epoch, self.epochs)
 
     def finished(self, position: Position) -> bool:
         return self.reached(position) >= self.epochs
@@ -133,6 +129,13 @@ class AdaScalePace:
             "train:updates": float(position.update),
             "train:data_epochs": position.update / updates_per_epoch,
         }
+
+
+def _epochs_of_progress(position: Position, updates_per_epoch: int, epochs: int) -> int:
+    """Whole epochs in a position's progress, at most `epochs`. A hair of slack: progress
+    summed in floating point lands on a boundary from below."""
+    done = position.progress_or_update / updates_per_epoch
+    return min(math.floor(done + 1e-9), epochs)
 
 
 def is_adaptive(hyperparameters: DNNHyperparameters) -> bool:
