@@ -245,6 +245,12 @@ class DistributionSpec(Frozen):
             return {**data, "strategy": DistributionStrategy.PARAMETER_SERVER.value}
         return data
 
+    @property
+    def applies_asynchronously(self) -> bool:
+        """Whether the server applies each gradient as it comes: `mode = "async"`, unless
+        `max_staleness = 0`, which is synchronous (no worker ahead of another)."""
+        return self.mode is SyncMode.ASYNC and self.max_staleness != 0
+
     @model_validator(mode="after")
     def _parameter_server_settings(self) -> DistributionSpec:
         if self.strategy is DistributionStrategy.PARAMETER_SERVER:

@@ -81,8 +81,8 @@ class DNNAlgorithm(Algorithm):
                 "synchronous)"
             )
         compensation = distribution.staleness_compensation
-        if compensation is not StalenessCompensation.NONE and (
-            distribution.mode is not SyncMode.ASYNC or distribution.max_staleness == 0
+        if compensation is not StalenessCompensation.NONE and not (
+            distribution.applies_asynchronously
         ):
             raise InvalidInputError(
                 f"distribution.staleness_compensation={compensation.value!r} applies to "
@@ -188,7 +188,7 @@ def _check_backup_workers(spec: TrainingJobSpec, hyperparameters: DNNHyperparame
     backup = spec.distribution.backup_workers
     if backup == 0:
         return
-    if spec.distribution.mode is SyncMode.ASYNC and spec.distribution.max_staleness != 0:
+    if spec.distribution.applies_asynchronously:
         raise InvalidInputError(
             f"distribution.backup_workers={backup} applies to synchronous rounds "
             "(distribution.mode='sync'); an asynchronous server waits for no one"

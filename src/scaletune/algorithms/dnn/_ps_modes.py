@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scaletune.spec import DistributionSpec, SyncMode
+from scaletune.spec import DistributionSpec
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,7 @@ ServerMode = Synchronous | Asynchronous
 
 
 def server_mode(distribution: DistributionSpec) -> ServerMode:
-    """The job's mode: `max_staleness = 0` is synchronous (no worker ahead of another: the
-    rounds of `mode = "sync"`)."""
-    if distribution.mode is SyncMode.SYNC or distribution.max_staleness == 0:
+    """The job's mode (`max_staleness = 0` runs the rounds of `mode = "sync"`)."""
+    if not distribution.applies_asynchronously:
         return Synchronous(distribution.backup_workers)
     return Asynchronous(distribution.max_staleness)
