@@ -21,14 +21,21 @@ NAME ?= test_timings
 TEST_WORKERS ?= 2
 ROUNDS ?= 20
 
-.PHONY: demo test docs lint typecheck unit lock dist wheel-check bench bench-env bench-test bench-tuning bench-overhead clean test-timings test-stress
+.PHONY: demo test docs lint typecheck unit unit-serial unit-parallel lock dist wheel-check bench bench-env bench-test bench-tuning bench-overhead clean test-timings test-stress
 # SCALETUNE_JUNIT_DIR (make test-timings sets it): each pytest run writes its JUnit XML there.
 junit = $(if $(SCALETUNE_JUNIT_DIR),--junitxml=$(SCALETUNE_JUNIT_DIR)/$(1).xml)
 
 demo: $(STAMP)
 	$(BIN)/scaletune demo
 
-test: lint typecheck unit
+# The type-check runs beside the serial tests, which leave most of the machine idle (they wait
+# on Ray's nodes and TensorFlow's processes); the parallel tests after both. Every step runs;
+# a failure in any fails the whole.
+test: lint
+	rc=0; \
+	$(MAKE) --no-print-directory -j2 -k typecheck unit-serial || rc=$$?; \
+	$(MAKE) --no-print-directory unit-parallel || rc=$$?; \
+	exit $$rc
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks scripts
@@ -43,9 +50,15 @@ typecheck: $(STAMP)
 # pool or Ray instance starts once. Both always run; the closing line is the second's.
 unit: $(STAMP)
 	rc=0; \
-	$(BIN)/pytest -m serial $(call junit,serial) || rc=$$?; \
-	$(BIN)/pytest -m "not serial" -n $(TEST_WORKERS) --dist loadfile $(call junit,parallel) || rc=$$?; \
+	$(MAKE) --no-print-directory unit-serial || rc=$$?; \
+	$(MAKE) --no-print-directory unit-parallel || rc=$$?; \
 	exit $$rc
+
+unit-serial: $(STAMP)
+	$(BIN)/pytest -m serial $(call junit,serial)
+
+unit-parallel: $(STAMP)
+	$(BIN)/pytest -m "not serial" -n $(TEST_WORKERS) --dist loadfile $(call junit,parallel)
 
 test-stress: $(STAMP)  # tests/stress.txt, ROUNDS times beside a CPU hog: results/test_stress.md
 	$(BIN)/python scripts/test_stress.py --rounds $(ROUNDS)

@@ -4,20 +4,35 @@ probe on one worker; bad input refused with one line, exit code 2."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
-from scaletune.store import Store
+from scaletune.api import Session
+from scaletune.spec import load_training_spec
+from scaletune.store import JobStatus, Store
 from tests.advice.test_advise import _elastic_run
 from tests.cli.test_cli import EXAMPLES, _cli
 
 
+@pytest.fixture(scope="module")
+def trained_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """One real 2-worker job for the module, trained as `scaletune train` does: its store's
+    folder and the job's id. Each test advises on a copy (a probe adds a job)."""
+    folder = tmp_path_factory.mktemp("advised") / "store"
+    with Session(folder / "scaletune.db") as session:
+        spec = load_training_spec(EXAMPLES / "xgboost-csv.toml")
+        record = session.controller.run(session.controller.prepare(spec))
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    return folder, record.id
+
+
 @pytest.fixture
-def trained(store_path: Path, capsys: pytest.CaptureFixture[str]) -> str:
-    code, out, _ = _cli(capsys, "train", str(EXAMPLES / "xgboost-csv.toml"), "--json")
-    assert code == 0
-    return str(json.loads(out)["id"])
+def trained(store_path: Path, trained_store: tuple[Path, str]) -> str:
+    folder, job_id = trained_store
+    shutil.copytree(folder, store_path.parent)
+    return job_id
 
 
 def test_advice_from_the_job_alone_then_after_a_probe(
