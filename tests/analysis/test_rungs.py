@@ -38,6 +38,20 @@ def test_a_worked_example(tmp_path: Path, objective_type: str) -> None:
     assert report.to_json_dict()["safe_first_rung"] == 3
 
 
+def test_forecasts_in_a_job_too_short_for_any_rung_to_forecast_rank_values(
+    tmp_path: Path,
+) -> None:
+    # Rungs 1 and 3 below 9: none has 4 reports, and none after them will; the scheduler
+    # ranks the values there, and so does the analysis.
+    with Store(f"sqlite:///{tmp_path / 's.db'}") as store:
+        record = hand_ranked_job(store)
+        by_value = rung_agreement(store, record.id, rank_by="value")
+        by_forecast = rung_agreement(store, record.id, rank_by="forecast")
+    assert by_forecast.rank_by == "forecast"
+    assert by_forecast.rungs == by_value.rungs
+    assert [rung.trials for rung in by_forecast.rungs] == [4, 4]
+
+
 def test_rungs_given_override_the_default(tmp_path: Path) -> None:
     with Store(f"sqlite:///{tmp_path / 's.db'}") as store:
         record = hand_ranked_job(store)

@@ -250,6 +250,22 @@ def test_a_rung_too_early_to_forecast_judges_nothing() -> None:
     assert verdicts[5].reason == "bracket 0 rung 9: forecast -5 not in the best 2 of 6"
 
 
+def test_a_job_too_short_for_any_rung_to_forecast_ranks_values_there() -> None:
+    # 5 steps: rungs at 1 and 3, neither with the 4 reports a forecast needs, nor any after
+    # them. Judging nothing would run every trial to its end.
+    hyperband = one_bracket(1, 5, rank_by="forecast")
+    assert hyperband.brackets[0].rungs == [1, 3]
+    verdicts = [hyperband.on_report(trial, 1, float(trial)) for trial in range(6)]
+    assert [v.decision for v in verdicts] == [Decision.CONTINUE] * 6  # each better than before
+    late = hyperband.on_report(6, 1, -1.0)
+    assert late.decision is Decision.STOP
+    assert late.reason == "bracket 0 rung 1: -1 not in the best 2 of 7"  # a value, not forecast
+    # rung 3 too, by the value there
+    for step in (2, 3):
+        verdicts = [hyperband.on_report(trial, step, float(trial)) for trial in (5, 0)]
+    assert [v.decision for v in verdicts] == [Decision.CONTINUE, Decision.STOP]
+
+
 def test_a_resumed_attempt_reporting_anew_replaces_the_steps_it_repeats() -> None:
     interrupted, straight = (one_bracket(6, 60, rank_by="forecast") for _ in range(2))
     for step in range(1, 6):  # reports 4 and 5 are lost with the attempt; 4.. come again

@@ -38,11 +38,19 @@ def test_a_first_rung_at_round_one_that_cannot_rank_eta_is_named() -> None:
     assert 'hyperband.rank_by = "forecast"' in line
 
 
+def test_a_job_too_short_to_forecast_after_round_one_ranks_values_there_and_is_named() -> None:
+    # Rungs at 1 and 3 below 9: none has the 4 reports a forecast needs, so round 1 ranks
+    # values, forecast asked for or not.
+    (line,) = notices(_spec(hyperband={"min_resource": 1, "max_resource": 9}))
+    assert line.startswith("note: Hyperband's first rung is round 1, where validation:auc is")
+    assert "no rung after round 1 below max_resource = 9 has the 4 reports a forecast" in line
+
+
 @pytest.mark.parametrize(
     "changes",
     [
         {"hyperband": {"min_resource": 2, "max_resource": 27}},  # eta counts from round 2
-        {  # a forecast needs 4 reports: round 1 judges nothing
+        {  # a forecast needs 4 reports: round 1 judges nothing, rung 9 forecasts
             "hyperband": {"min_resource": 1, "max_resource": 27, "rank_by": "forecast"}
         },
         {  # logloss reads the scores themselves, which eta scales

@@ -7,6 +7,7 @@ import numpy as np
 
 from scaletune.data import Table
 from scaletune.spec import ChannelName, Strategy, TuningJobSpec
+from scaletune.spec._names import FORECAST_MIN_REPORTS, forecasts_later
 
 # Metrics that depend only on the order of the scores. A boosted model's first tree does not
 # depend on its learning rate, which only scales that tree's scores: at round 1 these metrics
@@ -37,16 +38,36 @@ def first_rung_notice(spec: TuningJobSpec, learning_rate: str) -> list[str]:
         spec.strategy is Strategy.HYPERBAND
         and hyperband is not None
         and hyperband.min_resource == 1
-        and spec.hyperband_rank_by == "value"  # a forecast needs 4 reports: none at round 1
+        # values ranked at round 1: asked for, or no later rung of its bracket will forecast
+        and (
+            spec.hyperband_rank_by == "value"
+            or not forecasts_later(_later_rungs(hyperband.eta, hyperband.max_resource))
+        )
         and metric in ORDER_METRICS
         and learning_rate in spec.ranges
     ):
+        forecast = (
+            f"no rung after round 1 below max_resource = {hyperband.max_resource} has the "
+            f"{FORECAST_MIN_REPORTS} reports a forecast needs"
+            if spec.hyperband_rank_by == "forecast"
+            else f'hyperband.rank_by = "forecast" ranks where curves point, from '
+            f"{FORECAST_MIN_REPORTS} reports on"
+        )
         return [
             f"note: Hyperband's first rung is round 1, where {spec.objective_metric} is the "
             f"same for every {learning_rate} (the first tree does not depend on it): the rung "
             "ranks trials by their other settings alone; hyperband.min_resource = 2 or more "
-            f'lets {learning_rate} count, hyperband.rank_by = "forecast" ranks where curves '
-            "point, from 4 reports on (`scaletune tuning rungs` on a search run to the end "
-            "shows which rung keeps its winner)"
+            f"lets {learning_rate} count; {forecast} (`scaletune tuning rungs` on a search run "
+            "to the end shows which rung keeps its winner)"
         ]
     return []
+
+
+def _later_rungs(eta: int, max_resource: int) -> list[int]:
+    """The rungs after round 1 of the bracket that starts there: eta, eta**2, ... below
+    max_resource."""
+    rungs, rung = [], eta
+    while rung < max_resource:
+        rungs.append(rung)
+        rung *= eta
+    return rungs

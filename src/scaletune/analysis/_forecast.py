@@ -23,7 +23,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-MIN_POINTS = 4  # pow3 has three parameters: a fit through three points is no forecast
+from scaletune.spec._names import FORECAST_MIN_REPORTS
+
+MIN_POINTS = FORECAST_MIN_REPORTS
 _EXPONENTS = np.linspace(0.05, 3.0, 60)  # c's grid: from nearly flat decay to a steep one
 
 

@@ -17,7 +17,8 @@ with several), a trial's final value being its last report if it ran to its end 
 A trial's value at a rung is its first report at or past the rung, and before the next one
 (as a scheduler judges it); ranking by forecast (`rank_by`, as Hyperband's rungs do by
 default), the value its reports up to that one point to at max_resource (`_forecast`), none
-where it has fewer than a forecast needs.
+where it has fewer than a forecast needs, unless no later rung will have enough: then the value
+itself, as the scheduler ranks it.
 
 On a search that ran every trial to the end, this tells which first rung a Hyperband job of
 the same kind could use. On a Hyperband job it can only see the trials that its rungs let run
@@ -34,7 +35,7 @@ from scaletune.analysis._forecast import forecast
 from scaletune.analysis._kendall import kendall_tau
 from scaletune.analysis._objectives import Goals
 from scaletune.errors import InvalidInputError
-from scaletune.spec._names import default_rank_by
+from scaletune.spec._names import default_rank_by, forecasts_later
 from scaletune.store import JobStatus, MetricPoint, Store
 
 DEFAULT_MIN_RESOURCE = 1
@@ -140,11 +141,12 @@ def rung_agreement(
     sign = 1.0 if objective.maximize else -1.0
     winner = max(finals, key=lambda job: sign * finals[job], default=None)
     agreements = []
-    for rung, following in zip(rungs, [*rungs[1:], top], strict=True):
+    for index, (rung, following) in enumerate(zip(rungs, [*rungs[1:], top], strict=True)):
+        by_value = rank_by == "value" or not forecasts_later(rungs[index + 1 :])
         values = {
             job: value
             for job, points in curves.items()
-            if (value := _at_rung(points, rung, following, rank_by, top)) is not None
+            if (value := _at_rung(points, rung, following, rank_by, top, by_value)) is not None
         }
         paired = [(values[job], finals[job]) for job in values if job in finals]
         rank = keeps = None
@@ -177,17 +179,24 @@ def _given(*choices: int | None) -> int:
 
 
 def _at_rung(
-    points: list[MetricPoint], rung: int, following: int, rank_by: str, top: int
+    points: list[MetricPoint],
+    rung: int,
+    following: int,
+    rank_by: str,
+    top: int,
+    value_if_no_forecast: bool,
 ) -> float | None:
     """What the rung ranks of a curve: its first report at or past `rung`, before
-    `following`, or where the reports up to that one point at `top`."""
+    `following`, or where the reports up to that one point at `top` (that report's value
+    where they point nowhere yet, if `value_if_no_forecast`)."""
     index = next((i for i, p in enumerate(points) if rung <= p.step < following), None)
     if index is None:
         return None
     if rank_by == "value":
         return points[index].value
     seen = points[: index + 1]
-    return forecast([p.step for p in seen], [p.value for p in seen], at=top)
+    ahead = forecast([p.step for p in seen], [p.value for p in seen], at=top)
+    return points[index].value if ahead is None and value_if_no_forecast else ahead
 
 
 def _columns(pairs: list[tuple[float, float]]) -> tuple[list[float], list[float]]:

@@ -2,6 +2,7 @@
 without pydantic (so reading a stored job, as `tuning show` does, never pays for building
 the spec models)."""
 
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Literal
 
@@ -27,6 +28,16 @@ class ObjectiveType(StrEnum):
 
 
 RankBy = Literal["value", "forecast"]
+# A forecast fits pow3 (three parameters) to a trial's reports: through three it is no forecast.
+FORECAST_MIN_REPORTS = 4
+
+
+def forecasts_later(later: Sequence[int]) -> bool:
+    """Whether any of these later rungs (a step each, a report a step) will have the reports
+    a forecast needs: where none will, a rung that cannot forecast ranks values instead."""
+    return any(rung >= FORECAST_MIN_REPORTS for rung in later)
+
+
 BracketWeights = Literal["hyperband", "adaptive"]  # Hyperband's, or adapted to its rungs
 
 

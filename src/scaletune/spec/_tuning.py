@@ -98,8 +98,9 @@ class HyperbandSpec(Frozen):
     # predicted the final one so far (Kendall's tau; Hyper-Tune's idea)
     bracket_weights: BracketWeights = "hyperband"
     # What a rung ranks: the value each trial's curve so far points to at max_resource (a
-    # pow3 fit; a rung where a trial has fewer than 4 reports judges nothing), or its value
-    # there. None: the default, `default_rank_by`.
+    # pow3 fit; a rung where a trial has fewer than 4 reports judges nothing if a later rung
+    # will forecast, else ranks the value), or its value there. None: the default,
+    # `default_rank_by`.
     rank_by: RankBy | None = None
     # "rungs": the trials most likely to be stopped run on the cheapest capacity (spot), and
     # those promoted past a rung go on on on-demand capacity, as a new attempt from the

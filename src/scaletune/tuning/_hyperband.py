@@ -92,20 +92,20 @@ class HyperbandScheduler(ABC):
         self._went_on(trial)
         rung = bracket.rungs[index]
         self._next_rung[trial] = index + 1
-        judged = self.ranked.at_rung(trial, value, last=index + 1 == len(bracket.rungs))
+        judged = self.ranked.at_rung(trial, value, later=bracket.rungs[index + 1 :])
         if judged is None:
-            return CONTINUE  # too few reports to forecast: this rung judges nothing
+            return CONTINUE  # too few reports to forecast yet: this rung judges nothing
         values = bracket.recorded.setdefault(rung, [])
-        bisect.insort(values, judged)
+        bisect.insort(values, judged.value)
         keep = max(1, len(values) // self.eta)
-        self.ranking.add((number, rung), trial, judged, others)
-        if self.ranking.passes((number, rung), values, trial, judged, keep):
+        self.ranking.add((number, rung), trial, judged.value, others)
+        if self.ranking.passes((number, rung), values, trial, judged.value, keep):
             return CONTINUE
         reason = (
-            f"bracket {number} rung {rung}: {self.ranked.label}{judged:.6g} "
+            f"bracket {number} rung {rung}: {judged.label}{judged.value:.6g} "
             f"not in the best {keep} of {len(values)}"
         )
-        return self._below_the_bar(trial, number, rung, judged, reason)
+        return self._below_the_bar(trial, number, rung, judged.value, reason)
 
     @abstractmethod
     def promote(self) -> int | None:

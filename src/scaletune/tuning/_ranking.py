@@ -3,7 +3,9 @@
 Ranking by forecast (`ForecastValue`, `_forecast`): what a rung records and ranks is not the
 trial's value there but the value its reports so far point to at max_resource, so that a slow
 learner that will end first is not stopped for standing low early. A rung where the trial has
-fewer reports than a curve fit needs judges nothing: it goes on.
+fewer reports than a curve fit needs judges nothing if a later rung of its bracket will
+forecast; where none will (a job of a few steps: rungs at 1 and 3 of 5), the rung ranks the
+value itself, or a short job would run every trial to its end.
 
 With several objectives (`ByTradeOff`: quality, billable seconds, wall time), a rung holds
 each trial's point: the objective's value there and the other objectives as they stood when
@@ -20,6 +22,7 @@ one pass over the rung's points, not a non-dominated sort of them.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import math
 from collections.abc import Sequence
 from typing import Protocol
@@ -28,43 +31,46 @@ import numpy as np
 
 from scaletune.analysis._forecast import forecast
 from scaletune.analysis._pareto import Direction
+from scaletune.spec._names import forecasts_later
 
 Paused = list[tuple[float, int]]  # (value, trial), sorted ascending
+
+
+@dataclasses.dataclass(frozen=True)
+class Judged:
+    """What a rung records of a trial, and what it was: "forecast " or "" (the value)."""
+
+    value: float
+    label: str = ""
 
 
 class RankedValue(Protocol):
     """What a rung records of a trial: its value there, or a forecast from its curve."""
 
-    label: str  # before the value in a verdict's reason
-
     def seen(self, trial: int, resource: int, value: float) -> None:
         """A report of a trial that has rungs ahead."""
         ...
 
-    def at_rung(self, trial: int, value: float, *, last: bool) -> float | None:
-        """What its rung records (`last`: its bracket's last); None: this rung judges
-        nothing."""
+    def at_rung(self, trial: int, value: float, *, later: Sequence[int]) -> Judged | None:
+        """What its rung records; `later`: the rungs of its bracket after this one. None:
+        this rung judges nothing."""
         ...
 
     def forget(self, trial: int) -> None: ...
 
 
 class ReportedValue:
-    label = ""
-
     def seen(self, trial: int, resource: int, value: float) -> None:
         pass
 
-    def at_rung(self, trial: int, value: float, *, last: bool) -> float | None:
-        return value
+    def at_rung(self, trial: int, value: float, *, later: Sequence[int]) -> Judged | None:
+        return Judged(value)
 
     def forget(self, trial: int) -> None:
         pass
 
 
 class ForecastValue:
-    label = "forecast "
-
     def __init__(self, max_resource: int) -> None:
         self._max_resource = max_resource
         # trial -> its (steps, values) so far, while it has rungs ahead
@@ -77,11 +83,14 @@ class ForecastValue:
         steps.append(resource)
         values.append(value)
 
-    def at_rung(self, trial: int, value: float, *, last: bool) -> float | None:
+    def at_rung(self, trial: int, value: float, *, later: Sequence[int]) -> Judged | None:
         curve = self.curves[trial]
-        if last:  # the curve is not needed again
+        if not later:  # the curve is not needed again
             del self.curves[trial]
-        return forecast(*curve, at=self._max_resource)
+        ahead = forecast(*curve, at=self._max_resource)
+        if ahead is not None:
+            return Judged(ahead, "forecast ")
+        return None if forecasts_later(later) else Judged(value)
 
     def forget(self, trial: int) -> None:
         self.curves.pop(trial, None)
