@@ -161,7 +161,7 @@ def test_a_program_that_ignores_the_stop_is_ended(backend_session: Session) -> N
     )
     thread.start()
     wait_until(lambda: bool(groups))
-    stopper.request(JobStatus.STOPPED, "asked")
+    stopper.request(JobStatus.STOPPED, "asked", grace_seconds=0.5)  # then it is killed
     thread.join(60)
     assert (result[0].status, result[0].failure_reason) == (JobStatus.STOPPED, "asked")
 

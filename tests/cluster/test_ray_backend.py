@@ -378,7 +378,7 @@ def test_a_job_waiting_for_room_can_be_stopped(ray_session: Session) -> None:
         assert results[0].waiting_since is None  # cleared when it ended
     finally:  # the busy job ends whatever failed above: no thread outlives the test
         waiting_stop.request(JobStatus.STOPPED, "test over")
-        busy_stop.request(JobStatus.STOPPED, "done")
+        busy_stop.request(JobStatus.STOPPED, "done", grace_seconds=0.5)  # then killed
         for thread in (first, second):
             if thread is not None:
                 thread.join(ACTOR_START_SECONDS)

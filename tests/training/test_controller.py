@@ -254,6 +254,7 @@ def test_what_a_dead_controller_staged_is_removed_with_it(
 
 @pytest.mark.usefixtures("default_sigint")
 def test_interrupt_stops_the_job_and_reraises(session: Session) -> None:
+    session.controller.timing.stop_grace_seconds = 0.5  # this program never checks: killed after it
     job = session.controller.prepare(_spec())
     job = dataclasses.replace(job, algorithm=_ProgramOverride(programs.block_until_killed))
     pids: list[int] = []
