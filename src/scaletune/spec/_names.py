@@ -28,6 +28,7 @@ class ObjectiveType(StrEnum):
 
 
 RankBy = Literal["value", "forecast"]
+BracketWeights = Literal["hyperband", "adaptive"]  # Hyperband's, or adapted to its rungs
 # A forecast fits pow3 (three parameters) to a trial's reports: through three it is no forecast.
 FORECAST_MIN_REPORTS = 4
 
@@ -36,9 +37,6 @@ def forecasts_later(later: Sequence[int]) -> bool:
     """Whether any of these later rungs (a step each, a report a step) will have the reports
     a forecast needs: where none will, a rung that cannot forecast ranks values instead."""
     return any(rung >= FORECAST_MIN_REPORTS for rung in later)
-
-
-BracketWeights = Literal["hyperband", "adaptive"]  # Hyperband's, or adapted to its rungs
 
 
 def default_rank_by(multi_objective: bool) -> RankBy:
