@@ -109,7 +109,7 @@ def test_a_killed_parameter_server_fails_the_job_naming_it(
         tmp_path,
         "tf-parameter-server-mnist.toml",
         "hyperparameters.epochs=400",
-        "retry.max_attempts=1",
+        "retry.max_attempts=0",  # the first death fails the job: no attempt to wait through
     )
     killed: list[int] = []
 
