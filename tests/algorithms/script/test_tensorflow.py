@@ -141,10 +141,10 @@ def test_hyperband_stops_tensorflow_trials_on_the_scripts_metric(
     spec = load_tuning_spec(
         digits_job(f"tuning-tf-{kind}-mnist.toml", tmp_path),
         [
-            # Rungs at 1 and 3 of 9: neither has the 4 reports a forecast needs, nor does
-            # any after them, so by default they rank the values there.
-            "training.hyperparameters.epochs=9",
-            "hyperband.max_resource=9",
+            # One rung, at epoch 1 of 3: too early for a forecast, and no later rung will
+            # have one, so by default it ranks the values there.
+            "training.hyperparameters.epochs=3",
+            "hyperband.max_resource=3",
             "max_jobs=3",
             # One worker: the parameter-server job is still a chief, a worker and a server,
             # each a TensorFlow process of its own (their start is most of a trial's time).
