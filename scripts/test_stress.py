@@ -77,9 +77,7 @@ def one_round(tests: list[str], workers: int, folder: Path, number: int) -> dict
     return results
 
 
-def render(
-    tests: list[str], rounds: list[dict[str, str]], seconds: float, command: str
-) -> str:
+def render(tests: list[str], rounds: list[dict[str, str]], seconds: float, command: str) -> str:
     failed: Counter[str] = Counter()
     ran: Counter[str] = Counter()
     for results in rounds:
