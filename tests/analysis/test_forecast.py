@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scaletune.analysis._forecast import MIN_POINTS, forecast
+from scaletune.analysis._forecast import forecast
+from scaletune.spec._names import FORECAST_MIN_REPORTS
 
 
 def pow3(steps: range, a: float, b: float, c: float) -> list[float]:
@@ -13,7 +14,7 @@ def pow3(steps: range, a: float, b: float, c: float) -> list[float]:
 
 
 def test_too_few_reports_forecast_nothing() -> None:
-    assert MIN_POINTS == 4
+    assert FORECAST_MIN_REPORTS == 4
     assert forecast([1, 2, 3], [0.5, 0.6, 0.65], at=100) is None
 
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from scaletune.data import Table
 from scaletune.spec import ChannelName, Strategy, TuningJobSpec
-from scaletune.spec._names import FORECAST_MIN_REPORTS, forecasts_later
+from scaletune.spec._names import FORECAST_MIN_REPORTS, bracket_rungs, forecasts_later
 
 # Metrics that depend only on the order of the scores. A boosted model's first tree does not
 # depend on its learning rate, which only scales that tree's scores: at round 1 these metrics
@@ -41,7 +41,7 @@ def first_rung_notice(spec: TuningJobSpec, learning_rate: str) -> list[str]:
         # values ranked at round 1: asked for, or no later rung of its bracket will forecast
         and (
             spec.hyperband_rank_by == "value"
-            or not forecasts_later(_later_rungs(hyperband.eta, hyperband.max_resource))
+            or not forecasts_later(bracket_rungs(1, hyperband.max_resource, hyperband.eta)[1:])
         )
         and metric in ORDER_METRICS
         and learning_rate in spec.ranges
@@ -61,13 +61,3 @@ def first_rung_notice(spec: TuningJobSpec, learning_rate: str) -> list[str]:
             "to the end shows which rung keeps its winner)"
         ]
     return []
-
-
-def _later_rungs(eta: int, max_resource: int) -> list[int]:
-    """The rungs after round 1 of the bracket that starts there: eta, eta**2, ... below
-    max_resource."""
-    rungs, rung = [], eta
-    while rung < max_resource:
-        rungs.append(rung)
-        rung *= eta
-    return rungs

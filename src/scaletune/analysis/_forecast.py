@@ -25,18 +25,18 @@ import numpy as np
 
 from scaletune.spec._names import FORECAST_MIN_REPORTS
 
-MIN_POINTS = FORECAST_MIN_REPORTS
 _EXPONENTS = np.linspace(0.05, 3.0, 60)  # c's grid: from nearly flat decay to a steep one
 
 
 def forecast(steps: Sequence[int], values: Sequence[float], at: int) -> float | None:
     """The value at step `at` that the (step, value) reports point to; None with fewer than
-    MIN_POINTS reports, or ones that cannot be fitted (a step below 1, a value not finite)."""
-    if len(steps) < MIN_POINTS:
+    FORECAST_MIN_REPORTS reports, or ones that cannot be fitted (a step below 1, a value not
+    finite)."""
+    if len(steps) < FORECAST_MIN_REPORTS:
         return None
     x = np.asarray(steps, dtype=float)
     y = np.asarray(values, dtype=float)
-    if not np.all(np.isfinite(y)) or not np.all(x >= 1) or np.unique(x).size < MIN_POINTS:
+    if not np.all(np.isfinite(y)) or not np.all(x >= 1) or np.unique(x).size < FORECAST_MIN_REPORTS:
         return None
     low, high = float(y.min()), float(y.max())
     if high == low:

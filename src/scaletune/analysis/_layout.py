@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 
+from scaletune.spec._names import bracket_rungs
+
 
 def hyperband_brackets(
     min_resource: int, max_resource: int, eta: int, brackets: int | None = None
@@ -28,10 +30,7 @@ def hyperband_brackets(
     count = s_max + 1 if brackets is None else brackets
     if not 1 <= count <= s_max + 1:
         raise ValueError(f"brackets must be within [1, {s_max + 1}] (got {brackets})")
-    rungs = [
-        [r for k in range(s_max + 1) if (r := min_resource * eta ** (b + k)) < max_resource]
-        for b in range(count)
-    ]
+    rungs = [bracket_rungs(min_resource, max_resource, eta, b) for b in range(count)]
     # Hyperband's trial counts per bracket, most aggressive first.
     counts = [math.ceil((s_max + 1) / (s_max - b + 1) * eta ** (s_max - b)) for b in range(count)]
     return rungs, np.asarray(counts, dtype=float) / sum(counts)

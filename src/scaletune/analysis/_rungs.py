@@ -142,11 +142,12 @@ def rung_agreement(
     winner = max(finals, key=lambda job: sign * finals[job], default=None)
     agreements = []
     for index, (rung, following) in enumerate(zip(rungs, [*rungs[1:], top], strict=True)):
-        by_value = rank_by == "value" or not forecasts_later(rungs[index + 1 :])
+        no_forecast_later = not forecasts_later(rungs[index + 1 :])
         values = {
             job: value
             for job, points in curves.items()
-            if (value := _at_rung(points, rung, following, rank_by, top, by_value)) is not None
+            if (value := _at_rung(points, rung, following, rank_by, top, no_forecast_later))
+            is not None
         }
         paired = [(values[job], finals[job]) for job in values if job in finals]
         rank = keeps = None

@@ -33,6 +33,16 @@ BracketWeights = Literal["hyperband", "adaptive"]  # Hyperband's, or adapted to 
 FORECAST_MIN_REPORTS = 4
 
 
+def bracket_rungs(min_resource: int, max_resource: int, eta: int, bracket: int = 0) -> list[int]:
+    """Hyperband bracket `bracket`'s rungs: min_resource * eta**(bracket + k) below
+    max_resource, for k = 0, 1, ..."""
+    rungs, rung = [], min_resource * eta**bracket
+    while rung < max_resource:
+        rungs.append(rung)
+        rung *= eta
+    return rungs
+
+
 def forecasts_later(later: Sequence[int]) -> bool:
     """Whether any of these later rungs (a step each, a report a step) will have the reports
     a forecast needs: where none will, a rung that cannot forecast ranks values instead."""
