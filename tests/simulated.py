@@ -27,7 +27,9 @@ class RisingCurves:
         return Curve(points, full_resource=MAX_RESOURCE)
 
 
-def simulated_tuning(store: Store, trials: int, *, seed: int = 0) -> TuningJobRecord:
+def simulated_tuning(
+    store: Store, trials: int, *, seed: int = 0, completion: Mapping[str, Any] | None = None
+) -> TuningJobRecord:
     spec = tuning_spec_from_dict(
         {
             "name": "simulated",
@@ -43,6 +45,7 @@ def simulated_tuning(store: Store, trials: int, *, seed: int = 0) -> TuningJobRe
             "max_jobs": trials,
             "max_parallel_jobs": 4,
             "seed": seed,
+            "completion": completion or {},
             "ranges": {
                 "x": {"type": "Continuous", "min_value": 0, "max_value": 1},
                 "instance_count": {"type": "Integer", "min_value": 1, "max_value": 3},

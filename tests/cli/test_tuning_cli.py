@@ -85,6 +85,11 @@ def test_tune_show_analytics_and_list(
             "{metric='dollars',type='Minimize'}]",
             "objectives: 'dollars' is neither reported by this job",
         ),
+        ("completion.when_bored=true", "unknown key 'completion.when_bored'"),
+        (
+            "completion.min_improvement_per_cost=-1",
+            "completion.min_improvement_per_cost: Input should be greater than 0 (got -1)",
+        ),
     ],
 )
 def test_bad_tuning_jobs_exit_2_and_start_nothing(
@@ -245,6 +250,25 @@ def test_tuning_show_prints_the_pareto_front_and_the_target(
     assert "maximize accuracy, minimize billable_seconds" in out
     assert "Pareto front: 3 completed trial(s)" in out
     assert "target accuracy 0.7" in out and "cheapest" in out and "fastest" in out
+
+
+def test_tuning_show_says_why_a_completed_job_ended(
+    store_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from scaletune.api import Session
+    from tests.simulated import simulated_tuning
+
+    with Session(store_path) as session:
+        ran_out = simulated_tuning(session.store, 12)
+        converged = simulated_tuning(session.store, 200, completion={"convergence": True})
+    shown = json.loads(_cli(capsys, "tuning", "show", ran_out.id, "--json")[1])
+    assert shown["completion_reason"] == "max_jobs=12 reached"
+    code, out, _ = _cli(capsys, "tuning", "show", converged.id)
+    assert code == 0
+    assert converged.completion_reason is not None
+    assert converged.completion_reason.startswith("converged:")
+    # the rule's sentence on its own row, beside the status
+    assert f"ended {converged.completion_reason}" in " ".join(out.split())
 
 
 # Asynchronous PBT ranks the members running: a member can be copied only while another

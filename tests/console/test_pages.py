@@ -190,6 +190,16 @@ def test_the_tuning_page_shows_the_pareto_front_and_the_target(store: Store) -> 
     ]
 
 
+def test_the_tuning_page_says_why_a_completed_job_ended(store: Store) -> None:
+    from tests.simulated import simulated_tuning
+
+    record = simulated_tuning(store, 200, completion={"convergence": True})
+    page = client(store).get(f"/tuning/{record.id}").text
+    reason = page.split('id="completion-reason">')[1].split("</p>")[0]
+    assert record.completion_reason is not None
+    assert reason == f"ended: {record.completion_reason}"
+
+
 def test_a_pbt_trials_page_links_the_checkpoint_it_started_from(store: Store) -> None:
     from tests.tuning.test_pbt import _pbt_job, _simulate
 

@@ -25,6 +25,7 @@ def test_a_large_tuning_jobs_report_shows_the_best_and_files_them_all(
         trials = store.trials.rows(record.id)
         curves = store.trials.curves(record.id, "accuracy")
     report = tuning_job_report(summary, trials, curves)
+    assert ["ended", "max_jobs=30 reached"] in report.tables[0][1]  # the summary says why
     _, rows, note = report.tables[1]
     header, *body = rows
     assert len(body) == 10

@@ -315,6 +315,25 @@ def test_a_version_10_store_gains_tuning_job_leases(tmp_path: Path) -> None:
         assert not store.renew_tuning_lease("old-tuning", "me", 130.0)
 
 
+def test_a_version_13_store_gains_why_a_tuning_job_completed(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'v13.db'}"
+    with Store(url) as store:
+        store.create_tuning_job(
+            NewTuningJob(id="old-tuning", name=None, strategy="Random", spec={}, created_at=1.0)
+        )
+    engine = create_engine(url)
+    with engine.begin() as conn:  # as version 13 left it
+        conn.execute(text("ALTER TABLE tuning_jobs DROP COLUMN completion_reason"))
+        conn.execute(update(meta).where(meta.c.key == "schema_version").values(value="13"))
+    engine.dispose()
+    with Store(url) as store:
+        assert store.get_tuning_job("old-tuning").completion_reason is None  # not kept then
+        store.finish_tuning_job(
+            "old-tuning", JobStatus.COMPLETED, 2.0, 1.0, completion_reason="max_jobs=3 reached"
+        )
+        assert store.get_tuning_job("old-tuning").completion_reason == "max_jobs=3 reached"
+
+
 def test_a_version_11_store_gains_notices_and_billing_by_capacity_class(
     tmp_path: Path,
 ) -> None:

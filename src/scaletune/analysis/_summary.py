@@ -57,6 +57,7 @@ class TuningSummary:
             "start_time": _iso(self.record.start_time),
             "end_time": _iso(self.record.end_time),
             "failure_reason": self.record.failure_reason,
+            "completion_reason": self.record.completion_reason,
             "pareto_front": None
             if self.pareto_front is None
             else [point.to_json_dict() for point in self.pareto_front],

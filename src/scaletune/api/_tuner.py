@@ -105,6 +105,7 @@ class Tuner:
         seed: int = 0,
         target_objective: float | None = None,
         max_jobs_without_improvement: int | None = None,
+        completion: Mapping[str, Any] | None = None,
         name: str | None = None,
         objectives: Sequence[Mapping[str, str]] | None = None,
         constraints: Sequence[str | Mapping[str, Any]] | None = None,
@@ -114,7 +115,9 @@ class Tuner:
         [{"metric": "validation:auc", "type": "Maximize"}, {"metric": "billable_seconds",
         "type": "Minimize"}]; `constraints`: e.g. ["validation:auc >= 0.78"]; `pbt`: with
         strategy "PBT", e.g. {"perturbation_interval": 3}; `first_configurations`: tried
-        before any proposal, a range left out taking its middle, e.g. [{"eta": 0.1}]."""
+        before any proposal, a range left out taking its middle, e.g. [{"eta": 0.1}];
+        `completion`: rules that end the search sooner, e.g. {"convergence": True} or
+        {"min_improvement_per_cost": 0.01} (objective per billable worker-hour)."""
         self.estimator = estimator
         self._fields: dict[str, Any] = {
             "objective_metric": objective_metric_name,
@@ -132,6 +135,7 @@ class Tuner:
             "name": name,
             "target_objective": target_objective,
             "max_jobs_without_improvement": max_jobs_without_improvement,
+            "completion": dict(completion) if completion else None,
             "objectives": [dict(o) for o in objectives] if objectives else None,
             "constraints": list(constraints) if constraints else None,
             "first_configurations": [dict(c) for c in first_configurations]

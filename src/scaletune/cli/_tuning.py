@@ -369,6 +369,8 @@ def _show(summary: TuningSummary, json_output: bool) -> None:
     table.add_row("status", data["status"])
     if data["failure_reason"]:
         table.add_row("reason", data["failure_reason"])
+    if data["completion_reason"]:
+        table.add_row("ended", data["completion_reason"])
     table.add_row("strategy", data["strategy"])
     if len(data["objectives"]) > 1:
         table.add_row(

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from scaletune.analysis import ANALYTICS_COLUMNS, TrialMarks, TuningSummary, analytics_rows
-from scaletune.store import JobStatus, MetricPoint, TrialRow
+from scaletune.store import JobStatus, MetricPoint, TrialRow, TuningJobRecord
 
 from . import _figures as figures
 from ._report import MISSING, Report, _cell, _csv, _number, _tuning, environment
@@ -83,6 +83,7 @@ def tuning_job_report(
                     f"{summary.billable_seconds_without_early_stopping:.1f}",
                 ],
                 ["wall seconds", f"{record.wall_seconds or 0:.1f}"],
+                *([["ended", ended]] if (ended := _why_ended(record)) else []),
             ],
             "",
         )
@@ -190,3 +191,8 @@ def _trade_off_tables(summary: TuningSummary) -> list[tuple[str, list[list[str]]
         )
         tables.append(("Target", [header, *rows], note))
     return tables
+
+
+def _why_ended(record: TuningJobRecord) -> str | None:
+    """Why it failed or was stopped, else why it completed when it did."""
+    return record.failure_reason or record.completion_reason

@@ -70,6 +70,7 @@ if TYPE_CHECKING:
         task_role,
     )
     from scaletune.spec._tuning import (
+        CompletionSpec,
         EarlyStopping,
         HyperbandSpec,
         HyperbandType,
@@ -100,6 +101,7 @@ __all__ = [
     "ChannelSpec",
     "CheckpointSpec",
     "ClusterSpec",
+    "CompletionSpec",
     "ConstraintSpec",
     "ContinuousRange",
     "DataUrl",

@@ -170,6 +170,25 @@ class WarmStartSpec(Frozen):
     type: WarmStartType = WarmStartType.IDENTICAL_DATA_AND_ALGORITHM
 
 
+class CompletionSpec(Frozen):
+    """Rules that end a tuning job before max_jobs once more trials would add little, beside
+    target_objective and max_jobs_without_improvement (SageMaker's completion criteria). Each
+    judges what the next trials can be expected to add to the best (`tuning._completion`);
+    the job ends when any of them says so, and records which."""
+
+    convergence: bool = Field(
+        default=False,
+        description="end once as many trials again as have ended are expected to improve the "
+        "best objective by 1 % of it or less (SageMaker's ConvergenceDetected)",
+    )
+    min_improvement_per_cost: float | None = Field(
+        default=None,
+        gt=0,
+        description="end once the next trial is expected to improve the best objective by "
+        "less than this much per billable worker-hour it costs",
+    )
+
+
 class AlgorithmChecks(Protocol):
     """What a tuning job's checks ask of its training job's algorithm (`algorithms.Algorithm`
     has it; named here so that this package imports no algorithm)."""
@@ -212,6 +231,7 @@ class TuningJobSpec(Frozen):
     seed: int = Field(default=0, ge=0, le=2**31 - 1)
     target_objective: float | None = None
     max_jobs_without_improvement: int | None = Field(default=None, ge=1)
+    completion: CompletionSpec = Field(default_factory=CompletionSpec)
     max_failed_trials: int | None = Field(
         default=None,
         ge=1,

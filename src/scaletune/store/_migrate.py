@@ -15,6 +15,7 @@ from scaletune.store._schema import (
     TRAINING_JOB_COLUMNS_V10,
     TRAINING_JOB_COLUMNS_V13,
     TUNING_JOB_COLUMNS_V11,
+    TUNING_JOB_COLUMNS_V14,
     job_attempts,
     meta,
     metadata,
@@ -57,36 +58,39 @@ def open_schema(conn: Connection) -> str | None:
             conn.execute(text(f"ALTER TABLE training_jobs ADD COLUMN {column} {sql_type}"))
         version = _set_version(conn, "7")
     if version == "7":  # version 8: where each attempt's workers ran
-        present = {column["name"] for column in inspect(conn).get_columns(job_attempts.name)}
-        for column, sql_type in JOB_ATTEMPT_COLUMNS_V8:
-            if column not in present:  # a store from before version 5 made the table anew
-                conn.execute(text(f"ALTER TABLE job_attempts ADD COLUMN {column} {sql_type}"))
+        # (a store from before version 5 made the table anew, with them)
+        _add_missing_columns(conn, job_attempts.name, JOB_ATTEMPT_COLUMNS_V8)
         version = _set_version(conn, "8")
     if version == "8":  # version 9: trial pages by objective read off an index
         _create_indexes(conn)
         version = _set_version(conn, "9")
     if version == "9":  # version 10: the size an elastic job was asked to take
-        present = {column["name"] for column in inspect(conn).get_columns(training_jobs.name)}
-        for column, sql_type in TRAINING_JOB_COLUMNS_V10:
-            if column not in present:
-                conn.execute(text(f"ALTER TABLE training_jobs ADD COLUMN {column} {sql_type}"))
+        _add_missing_columns(conn, training_jobs.name, TRAINING_JOB_COLUMNS_V10)
         version = _set_version(conn, "10")
     if version == "10":  # version 11: a tuning job's lease, so that one controller runs it
-        present = {column["name"] for column in inspect(conn).get_columns(tuning_jobs.name)}
-        for column, sql_type in TUNING_JOB_COLUMNS_V11:
-            if column not in present:
-                conn.execute(text(f"ALTER TABLE tuning_jobs ADD COLUMN {column} {sql_type}"))
+        _add_missing_columns(conn, tuning_jobs.name, TUNING_JOB_COLUMNS_V11)
         version = _set_version(conn, "11")
     if version == "11":  # version 12: the worker_notices table
         metadata.create_all(conn)
         version = _set_version(conn, "12")
     if version == "12":  # version 13: billable seconds per capacity class
-        present = {column["name"] for column in inspect(conn).get_columns(training_jobs.name)}
-        for column, sql_type in TRAINING_JOB_COLUMNS_V13:
-            if column not in present:
-                conn.execute(text(f"ALTER TABLE training_jobs ADD COLUMN {column} {sql_type}"))
+        _add_missing_columns(conn, training_jobs.name, TRAINING_JOB_COLUMNS_V13)
         version = _set_version(conn, "13")
+    if version == "13":  # version 14: why a completed tuning job ended when it did
+        _add_missing_columns(conn, tuning_jobs.name, TUNING_JOB_COLUMNS_V14)
+        version = _set_version(conn, "14")
     return version
+
+
+def _add_missing_columns(
+    conn: Connection, table: str, columns: tuple[tuple[str, str], ...]
+) -> None:
+    """Add those of `columns` (name, SQL type) that `table` lacks: a table that a later
+    version's create_all made anew has them already."""
+    present = {column["name"] for column in inspect(conn).get_columns(table)}
+    for column, sql_type in columns:
+        if column not in present:
+            conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} {sql_type}"))
 
 
 def _create_indexes(conn: Connection) -> None:

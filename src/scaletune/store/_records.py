@@ -179,6 +179,8 @@ class TuningJobRecord:
     controller_host: str | None
     lease_holder: str | None = None  # the controller that runs it (`tuning._lease`)
     lease_expires: float | None = None  # until when, unless it renews
+    # A Completed one: why it ended when it did (max_jobs reached, or a rule ended it sooner).
+    completion_reason: str | None = None
 
     @cached_property
     def spec_view(self) -> StoredTuningSpec:

@@ -18,7 +18,7 @@ from sqlalchemy import (
     Text,
 )
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 
 metadata = MetaData()
 
@@ -152,8 +152,11 @@ tuning_jobs = Table(
     # The controller running it, and until when it may without renewing (version 11).
     Column("lease_holder", String(128)),
     Column("lease_expires", Float),
+    # Why a Completed one ended when it did: max_jobs, or a rule that ended it sooner (14).
+    Column("completion_reason", Text),
 )
 TUNING_JOB_COLUMNS_V11 = (("lease_holder", "VARCHAR(128)"), ("lease_expires", "FLOAT"))
+TUNING_JOB_COLUMNS_V14 = (("completion_reason", "TEXT"),)
 
 
 def _reported(name: str, value: Column[Any], index: Index) -> Table:

@@ -463,9 +463,12 @@ class Store:
         reason: str | None = None,
         *,
         holder: str | None = None,
+        completion_reason: str | None = None,
     ) -> bool:
-        """Record how it ended and free its lease; with `holder`, only if that controller
-        still holds it (one that lost it to another writes nothing). Whether it was written."""
+        """Record how it ended (`reason`: why it failed or was stopped; `completion_reason`:
+        why a completed one ended when it did) and free its lease; with `holder`, only if that
+        controller still holds it (one that lost it to another writes nothing). Whether it
+        was written."""
         if not status.is_terminal:
             raise ValueError(f"{status} is not a final status")
         c = tuning_jobs.c
@@ -479,6 +482,7 @@ class Store:
                     end_time=end_time,
                     wall_seconds=wall_seconds,
                     failure_reason=reason,
+                    completion_reason=completion_reason,
                     lease_holder=None,
                     lease_expires=None,
                 )

@@ -1,14 +1,16 @@
-"""A tuning job's tally: how its trials ended, its best result so far, and why it stops
-starting trials or fails (target reached, no improvement, too many failures). Rules only: the
-tuning loop writes what they decide to the store."""
+"""A tuning job's tally: how its trials ended, its best result so far, what they cost, and
+why it stops starting trials or fails (target reached, no improvement, a completion rule, too
+many failures). Rules only: the tuning loop writes what they decide to the store."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from scaletune.spec import ObjectiveType, TuningJobSpec
 from scaletune.store import JobStatus
+from scaletune.tuning._completion import CompletionRule, SearchHistory, completion_rules
 
 
 @dataclass(frozen=True)
@@ -30,9 +32,11 @@ class Tally:
     target: float | None = None  # target_objective: reaching it halts the job
     patience: int | None = None  # max_jobs_without_improvement
     max_failed: int | None = None  # max_failed_trials: reaching it fails the job
+    rules: Sequence[CompletionRule] = ()  # [completion]: end once more trials add too little
     outcomes: Counter[JobStatus] = field(default_factory=Counter)
     best: float | None = None
     since_improvement: int = 0  # results since the best, infeasible ones included
+    history: SearchHistory = field(default_factory=SearchHistory)
     halt_reason: str | None = None  # set when no more trials should start
     failure_reason: str | None = None  # set when the tuning job itself fails
 
@@ -43,6 +47,7 @@ class Tally:
             target=spec.target_objective,
             patience=spec.max_jobs_without_improvement,
             max_failed=spec.max_failed_trials,
+            rules=completion_rules(spec.completion),
         )
 
     def halt(self, reason: str) -> None:
@@ -75,6 +80,22 @@ class Tally:
         if self.patience is not None and self.since_improvement >= self.patience:
             self.halt(f"no improvement in {self.patience} jobs")
         return better
+
+    def spent(
+        self, job_id: str, billable_seconds: float, value: float | None, feasible: bool = True
+    ) -> None:
+        """A trial ended (or paused) with this result (None: none) having cost this much in
+        all: the completion rules judge what more trials can be expected to add."""
+        gain = None if value is None or not feasible else value if self.maximize else -value
+        self.history.add(job_id, billable_seconds, gain)
+        outlook = self.history.outlook() if self.rules and self.halt_reason is None else None
+        if outlook is None:
+            return
+        for rule in self.rules:
+            reason = rule.verdict(outlook)
+            if reason is not None:
+                self.halt(reason)
+                return
 
     def _as_good(self, value: float, than: float) -> bool:
         return value >= than if self.maximize else value <= than

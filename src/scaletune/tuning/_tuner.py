@@ -250,8 +250,10 @@ class _Run:
                 continue  # not ended: it goes on
             if trial.status is not JobStatus.PAUSED:  # a paused one waits as it was
                 self.scheduler.on_end(trial.trial_number or 0)
-            if trial.status is not JobStatus.FAILED and trial.objective is not None:
-                self._consider(trial.id, trial.objective, self._feasible(trial))
+            value = None if trial.status is JobStatus.FAILED else trial.objective
+            if value is not None:
+                self._consider(trial.id, value, self._feasible(trial))
+            self.tally.spent(trial.id, trial.billable_seconds or 0.0, value, self._feasible(trial))
         if self.population is not None:
             self.population.restored()
 
@@ -361,6 +363,9 @@ class _Run:
                 if status is JobStatus.STOPPED
                 else None,
                 holder=self.lease.holder,  # nothing written if another controller took over
+                completion_reason=self._completion_reason()
+                if status is JobStatus.COMPLETED
+                else None,
             )
             if tracker is not None:
                 end_tracking(tracker, self.store, self.id)
@@ -372,6 +377,14 @@ class _Run:
                 f"lease lapsed unrenewed for {LEASE_SECONDS:g} s); its trials here were stopped"
             )
         return self.store.get_tuning_job(self.id)
+
+    def _completion_reason(self) -> str | None:
+        """Why a completed job ended when it did: a rule that halted it, else its max_jobs."""
+        if self.tally.halt_reason is not None:
+            return self.tally.halt_reason
+        if self.proposed >= self.spec.max_jobs:
+            return f"max_jobs={self.spec.max_jobs} reached"
+        return None
 
     def _progress(self) -> None:
         if self.tuner.on_progress is not None:
@@ -566,8 +579,10 @@ class _Run:
             self.searcher.observe(result)
             if not paused:
                 self.scheduler.on_end(number)
+        feasible = self._feasible(record)
         if result.value is not None:
-            self._consider(trial.job_id, result.value, self._feasible(record))
+            self._consider(trial.job_id, result.value, feasible)
+        self.tally.spent(trial.job_id, record.billable_seconds or 0.0, result.value, feasible)
 
     def _count_failure(self, reason: str | None) -> None:
         if self.tally.failed(reason):
