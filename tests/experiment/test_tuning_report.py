@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from scaletune.analysis import summarize
-from scaletune.experiment import _tuning_report, tuning_job_report
+from scaletune.experiment import _tuning_report, drawn_curves, tuning_job_report
 from scaletune.store import Store
 from tests.simulated import simulated_tuning
 
@@ -19,20 +19,29 @@ def test_a_large_tuning_jobs_report_shows_the_best_and_files_them_all(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(_tuning_report, "TABLE_ROWS", 10)
+    monkeypatch.setattr(_tuning_report, "CURVES_DRAWN", 12)
+    monkeypatch.setattr(_tuning_report, "CURVES_BEST", 4)
     with Store(f"sqlite:///{tmp_path / 's.db'}") as store:
         record = simulated_tuning(store, 30)
         summary = summarize(store, record.id)
         trials = store.trials.rows(record.id)
-        curves = store.trials.curves(record.id, "accuracy")
+        drawn = drawn_curves(trials, maximize=True)
+        curves = store.trials.curves(record.id, "accuracy", job_ids=drawn)
+    best = sorted((t for t in trials if t.objective is not None), key=lambda t: -(t.objective or 0))
+    assert drawn is not None and len(drawn) <= 12 and len(set(drawn)) == len(drawn)
+    assert {t.id for t in best[:4]} <= set(drawn)  # the best, then others evenly spaced
     report = tuning_job_report(summary, trials, curves)
+    caption = next(text for name, text, _ in report.pictures if name == "tuning-trials.png")
+    assert caption.startswith(f"{len(curves)} of 30 trials' accuracy (the best 4, the others")
+    # the JSON lists what the page does: the best 10 (every trial is in analytics.csv)
+    assert [t["id"] for t in report.data["summary"]["trials"]] == [t.id for t in best[:10]]
     assert ["ended", "max_jobs=30 reached"] in report.tables[0][1]  # the summary says why
     _, rows, note = report.tables[1]
     header, *body = rows
     assert len(body) == 10
     assert note == "The 10 best of 30; every training job is in analytics.csv."
     shown = [float(row[header.index("FinalObjectiveValue")]) for row in body]
-    best = sorted((t.objective for t in trials if t.objective is not None), reverse=True)
-    assert shown == pytest.approx(best[:10], abs=5e-4)  # printed to 4 significant digits
+    assert shown == pytest.approx([t.objective for t in best[:10]], abs=5e-4)  # 4 digits
     analytics = list(csv.DictReader(io.StringIO(report.files["analytics.csv"])))
     assert [row["TrainingJobName"] for row in analytics] == [t.id for t in trials]
     page = report.write(tmp_path / "report")
@@ -98,3 +107,11 @@ def test_the_summary_gives_the_trials_billing_per_capacity_class_and_its_cost(
     assert ["cost", "4.5 (on-demand 2, spot 2.5)"] in rows
     plain = tuning_job_report(summary, [], {}, billing=CapacityBilling({"on-demand": 8.0}))
     assert not [row for row in plain.tables[0][1] if row[0].startswith("… on")]
+
+
+def test_a_step_line_keeps_only_its_corners() -> None:
+    from scaletune.experiment._figures import step_corners
+
+    points = [(1.0, 0.5), (2.0, 0.5), (3.0, 0.7), (4.0, 0.7), (5.0, 0.7)]
+    assert step_corners(points) == [(1.0, 0.5), (3.0, 0.7), (5.0, 0.7)]
+    assert step_corners(points[:1]) == points[:1] and step_corners([]) == []

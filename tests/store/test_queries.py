@@ -224,3 +224,20 @@ def test_a_page_by_objective_is_read_off_an_index_in_its_order(
                 assert not any(step.strip(" ->").startswith("Sort") for step in plan), plan
                 assert any("ix_training_jobs_tuning_objective" in step for step in plan), plan
     engine.dispose()
+
+
+def test_billing_by_capacity_class_is_summed_in_the_database(store: Store) -> None:
+    _tuning(store, "t")
+    for number, billed in enumerate([{"on-demand": 1.5}, {"on-demand": 2.0, "spot": 4.0}, None]):
+        job_id = _trial(store, "t", number, JobStatus.IN_PROGRESS)
+        outcome = JobOutcome(JobStatus.COMPLETED, 1.0, 2.0, 1.0, 6.0, {}, billable_by_class=billed)
+        store.finish_training_job(job_id, outcome)
+    assert store.trials.billable_by_class("t") == {"on-demand": 3.5, "spot": 4.0}
+    _tuning(store, "on-demand only")
+    job_id = _trial(store, "on-demand only", 0, JobStatus.IN_PROGRESS)
+    outcome = JobOutcome(
+        JobStatus.COMPLETED, 1.0, 2.0, 1.0, 6.0, {}, billable_by_class={"on-demand": 1.0}
+    )
+    store.finish_training_job(job_id, outcome)
+    assert store.trials.billable_by_class("on-demand only") == {"on-demand": 1.0}  # no spot key
+    assert store.trials.billable_by_class("none") == {}

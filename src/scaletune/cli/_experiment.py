@@ -167,13 +167,15 @@ def report(
 ) -> None:
     """Write the HTML report (tables, pictures, configuration) of a stored tuning job."""
     from scaletune.analysis import summarize, trial_marks
-    from scaletune.experiment import CapacityBilling, tuning_job_report
+    from scaletune.experiment import CapacityBilling, drawn_curves, tuning_job_report
 
     with open_store(store) as records:
         summary = summarize(records, tuning_job_id)
-        metric = summary.record.spec_view.objective.metric
+        objective = summary.record.spec_view.objective
         trials = records.trials.rows(tuning_job_id)
-        curves = records.trials.curves(tuning_job_id, metric)
+        curves = records.trials.curves(
+            tuning_job_id, objective.metric, job_ids=drawn_curves(trials, objective.maximize)
+        )
         marks = trial_marks(records, summary.record)
         billing = CapacityBilling(
             records.trials.billable_by_class(tuning_job_id),

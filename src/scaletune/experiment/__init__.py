@@ -10,7 +10,11 @@ from scaletune.experiment._runner import (
     TuningRun,
     run_convergence,
 )
-from scaletune.experiment._tuning_report import CapacityBilling, tuning_job_report
+from scaletune.experiment._tuning_report import (
+    CapacityBilling,
+    drawn_curves,
+    tuning_job_report,
+)
 
 __all__ = [
     "CapacityBilling",
@@ -22,6 +26,7 @@ __all__ = [
     "StaticRun",
     "TuningRun",
     "convergence_report",
+    "drawn_curves",
     "plan_for",
     "run_convergence",
     "tuning_job_report",

@@ -140,6 +140,16 @@ def best_so_far(
     return costs, tuning_best_so_far((t.objective for t in ended), maximize)
 
 
+def step_corners(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The points a step line (drawn "post") needs: the first, each where the value
+    changes, and the last."""
+    return [
+        point
+        for index, point in enumerate(points)
+        if index in (0, len(points) - 1) or point[1] != points[index - 1][1]
+    ]
+
+
 def cost_against_quality(
     runs: Mapping[str, Sequence[Trial]],
     metric: str,
@@ -152,7 +162,10 @@ def cost_against_quality(
         costs, bests = best_so_far(trials, maximize)
         shown = [(c, b) for c, b in zip(costs, bests, strict=True) if b is not None]
         if shown:
-            marker = "" if len(shown) > MANY_TRIALS else "o"
+            many = len(shown) > MANY_TRIALS
+            marker = "" if many else "o"
+            if many:  # no marker a trial: its corners alone draw the same line
+                shown = step_corners(shown)
             axes.step(
                 *zip(*shown, strict=True), where="post", marker=marker, markersize=3, label=label
             )

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -13,6 +14,10 @@ from . import _figures as figures
 from ._report import MISSING, Report, _cell, _csv, _number, _tuning, environment
 
 TABLE_ROWS = 100  # the analytics on the page: every trial, or this many best
+# The curves drawn: every trial's up to CURVES_DRAWN, else the best CURVES_BEST and others
+# evenly spaced in trial order (100,000 lines draw no better than 2,000, and cost seconds).
+CURVES_DRAWN = 2_000
+CURVES_BEST = 200
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,25 @@ class CapacityBilling:
             apart = ", ".join(f"{name} {cost:.6g}" for name, cost in costs.items())
             rows.append(["cost", f"{sum(costs.values()):.6g} ({apart})"])
         return rows
+
+
+def drawn_curves(trials: Sequence[TrialRow], maximize: bool) -> list[str] | None:
+    """The trials whose curves the report draws, for the store to read (None: every one)."""
+    if len(trials) <= CURVES_DRAWN:
+        return None
+    best = {trial.id for trial in _best(trials, maximize)[:CURVES_BEST]}
+    others = [trial.id for trial in trials if trial.id not in best]
+    stride = math.ceil(len(others) / (CURVES_DRAWN - len(best)))
+    return [*best, *others[::stride]]
+
+
+def _best(trials: Sequence[TrialRow], maximize: bool) -> list[TrialRow]:
+    """The trials with an objective, the best first."""
+    sign = -1.0 if maximize else 1.0
+    return sorted(
+        (trial for trial in trials if trial.objective is not None),
+        key=lambda trial: sign * (trial.objective or 0.0),
+    )
 
 
 def tuning_job_report(
@@ -109,7 +133,13 @@ def tuning_job_report(
     report.pictures += [
         (
             "tuning-trials.png",
-            f"Every trial's {metric}; x marks where a trial was stopped.",
+            (
+                f"Every trial's {metric}"
+                if len(curves) >= len(trials)
+                else f"{len(curves):,} of {len(trials):,} trials' {metric} (the best "
+                f"{CURVES_BEST}, the others evenly spaced; every trial is in analytics.csv)"
+            )
+            + "; x marks where a trial was stopped.",
             figures.tuning_trials(
                 trials, curves, metric, "step", rungs, f"{record.strategy} tuning", maximize
             ),
@@ -144,7 +174,9 @@ def tuning_job_report(
             )
         )
     report.configuration = {"tuning_job": record.spec, "environment": environment()}
-    report.data = {"summary": _tuning(summary, trials)}
+    # The JSON, as the page: every trial, or the best TABLE_ROWS (all are in analytics.csv).
+    listed = trials if len(trials) <= TABLE_ROWS else _best(trials, maximize)[:TABLE_ROWS]
+    report.data = {"summary": _tuning(summary, listed)}
     return report
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import Engine, and_, case, func, literal, select
 
+from scaletune.spec._names import CapacityClass
 from scaletune.store._patience import Patience, patient
 from scaletune.store._records import JobStatus, MetricPoint
 from scaletune.store._schema import metric_points, training_jobs
@@ -74,6 +75,17 @@ _ROW_COLUMNS = [
     training_jobs.c.seconds_per_step,
     training_jobs.c.hyperband_bracket,
 ]
+
+
+_STATUSES = {status.value: status for status in JobStatus}
+
+
+def _trial_row(row: Any, **more: Any) -> TrialRow:
+    """A row of _ROW_COLUMNS (the first fields of TrialRow, in order) as a TrialRow: by
+    position, which at 100,000 rows takes a third of the time of building mappings."""
+    values = list(row[: len(_ROW_COLUMNS)])
+    values[2] = _STATUSES[values[2]]
+    return TrialRow(*values, **more)
 
 
 class TrialSortKey(StrEnum):
@@ -162,16 +174,20 @@ class TrialQueries:
         """The trials' billable seconds on each capacity class, summed (for a report: one
         small JSON value a trial, read once; trials from before classes were kept count
         nowhere)."""
-        query = select(training_jobs.c.billable_by_class).where(
-            training_jobs.c.tuning_job_id == tuning_id,
-            training_jobs.c.billable_by_class.is_not(None),
-        )
-        total: dict[str, float] = {}
+        billed = training_jobs.c.billable_by_class
+        classes = [capacity.value for capacity in CapacityClass]
+        query = select(
+            *(func.sum(billed[name].as_float()) for name in classes),
+            *(func.count(billed[name].as_float()) for name in classes),
+        ).where(training_jobs.c.tuning_job_id == tuning_id, billed.is_not(None))
         with self._engine.connect() as conn:
-            for (billed,) in conn.execute(query):
-                for name, seconds in (billed or {}).items():
-                    total[name] = total.get(name, 0.0) + float(seconds)
-        return total
+            row = conn.execute(query).one()
+        sums, counts = row[: len(classes)], row[len(classes) :]
+        return {
+            name: float(total or 0.0)
+            for name, total, count in zip(classes, sums, counts, strict=True)
+            if count
+        }
 
     @staticmethod
     def _unspent(tuning_id: str, max_resource: int | None, typical: float | None) -> Any:
@@ -237,10 +253,7 @@ class TrialQueries:
                 select(*_ROW_COLUMNS).join(page, page.c.id == training_jobs.c.id).order_by(*clauses)
             )
         with self._engine.connect() as conn:
-            return [
-                TrialRow(**{**row._mapping, "status": JobStatus(row.status)})
-                for row in conn.execute(query)
-            ]
+            return [_trial_row(row) for row in conn.execute(query)]
 
     @patient
     def results(
@@ -263,13 +276,7 @@ class TrialQueries:
             query = query.where(training_jobs.c.objective <= objective_at_most)
         with self._engine.connect() as conn:
             return [
-                TrialRow(
-                    **{
-                        **row._mapping,
-                        "status": JobStatus(row.status),
-                        "final_metrics": dict(row.final_metrics or {}),
-                    }
-                )
+                _trial_row(row, final_metrics=dict(row.final_metrics or {}))
                 for row in conn.execute(query.order_by(training_jobs.c.trial_number))
             ]
 
