@@ -8,6 +8,7 @@ from scaletune.analysis._layout import hyperband_brackets
 from scaletune.analysis._objectives import Goals
 from scaletune.analysis._pareto import Direction
 from scaletune.spec import EarlyStopping, Strategy, TuningJobSpec
+from scaletune.tuning._bayesian import ParzenSearcher
 from scaletune.tuning._hyperband import hyperband_scheduler
 from scaletune.tuning._lastvalue import LastValueSearcher
 from scaletune.tuning._multifidelity import RungModelSearcher
@@ -65,7 +66,9 @@ def make_searcher(spec: TuningJobSpec) -> Searcher:
     if searcher == "LastValueTPE":  # Hyperband's default with one objective
         return LastValueSearcher(ranges, objective, seed, first=first)
     if spec.strategy is Strategy.BAYESIAN or searcher == "Bayesian":
-        return bayesian_searcher(ranges, objective, seed, objectives=objectives, first=first)
+        if objectives:  # MOTPE: Optuna's, its good group the best non-dominated fronts
+            return bayesian_searcher(ranges, objective, seed, objectives=objectives, first=first)
+        return ParzenSearcher(ranges, objective, seed, first=first)
     # Random, and Hyperband's default with several objectives
     return random_searcher(ranges, objective, seed, objectives=objectives, first=first)
 
