@@ -41,7 +41,7 @@ DESCRIPTIONS = {
     "default": "Hyperband, nothing set (LastValueTPE, forecast rungs)",
     "before": "the default with its searcher as it was: an Optuna study rebuilt at each fit",
     "Random": 'strategy = "Random" (every trial to 100 steps)',
-    "Bayesian": 'strategy = "Bayesian" (Optuna\'s TPE; every trial to 100 steps)',
+    "Bayesian": 'strategy = "Bayesian" (TPE on arrays; every trial to 100 steps)',
     "BOHB": 'Hyperband, searcher = "BOHB" (a model per rung)',
     "PBT": 'strategy = "PBT", perturbation_interval = 10',
     "several objectives": "Hyperband, objectives AUC and billable seconds (random proposals)",
