@@ -91,3 +91,21 @@ def test_a_finished_trial_counts_at_full_length_and_priors_outside_the_ranges_ar
 def test_bohb_proposals_in_a_simulated_hyperband_job(tmp_path: Path) -> None:
     """accuracy = x (1 - e^-step): the model should propose larger x than random search."""
     assert late_mean_x(tmp_path, "BOHB") > late_mean_x(tmp_path, "Random") + 0.1
+
+
+def test_the_rung_model_is_refitted_as_its_data_changes_not_at_every_proposal() -> None:
+    searcher = _searcher(random_fraction=0.0)
+    for _ in range(2000):
+        suggestion = searcher.suggest()
+        searcher.on_report(suggestion.number, 1, _x(suggestion))
+        searcher.observe(TrialResult(suggestion.number, _x(suggestion), 1, stopped_early=True))
+    # every change while under 20, then once a twentieth has changed: about 20 ln(n) fits
+    fits = searcher._fits
+    assert 60 < fits < 400
+    kernels = searcher.work.per_proposal()
+    for _ in range(2000):
+        suggestion = searcher.suggest()
+        searcher.on_report(suggestion.number, 1, _x(suggestion))
+        searcher.observe(TrialResult(suggestion.number, _x(suggestion), 1, stopped_early=True))
+    assert searcher._fits - fits < 60  # twice the trials: a few more fits
+    assert searcher.work.per_proposal() < 2 * kernels  # a proposal's work stays flat

@@ -4,14 +4,16 @@ Hyperband judges most trials at its low rungs, so a model fitted only on trials 
 the end sees few of them, and one fitted on every trial's last value mixes short and long
 runs. BOHB fits its model on the highest rung that has enough results (more than the number
 of hyperparameters): those values are comparable, and that rung holds more of them than the
-rungs above. Here the model is Optuna's TPE (multivariate), rebuilt when a higher rung gets
-enough results and told each new result at its rung. A model fitted on the survivors of a
+rungs above. Here the model is TPE fitted on arrays (`_parzen`: Optuna's univariate rule, 24
+candidates a proposal), refitted when a higher rung gets enough results and once a twentieth
+of what it was fitted on has changed (every change while that is under 20), so that a
+proposal's cost does not grow with the trials. A model fitted on the survivors of a
 rung alone has never seen a poor configuration, and rates unexplored regions above the
-survivors it calls bad; so the trials that ended below that rung go in too, as pruned trials
-with their last rung's value (Optuna's TPE ranks those below every complete one, by how far
-they got). The trials on their way to that rung
+survivors it calls bad; so the trials that ended below that rung go in too, ranked below
+every result at the rung, the furthest first, then by their last rung's value (as Optuna's
+TPE ranks pruned trials). The trials on their way to that rung
 (running, and past the rung below it; any running trial when it is the lowest rung) are
-pending trials in it, which TPE's constant liar keeps new proposals away from. Counting every
+in its bad group (TPE's constant liar), which keeps new proposals away from them. Counting every
 trial not yet at the rung instead would make most of them liars under one-bracket ASHA,
 where most trials stop at the first rung, and steer proposals away from the good region. A
 third of the proposals are random, as in BOHB, so the model never narrows the search for
@@ -20,12 +22,13 @@ good.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from scaletune.spec import ObjectiveType, Range
+from scaletune.tuning._parzen import ParzenModel, Work, axis_for
 from scaletune.tuning._sampled import SampledSearcher
 from scaletune.tuning._searchers import (
     Config,
@@ -33,9 +36,6 @@ from scaletune.tuning._searchers import (
     TrialResult,
     from_samples,
 )
-
-if TYPE_CHECKING:
-    import optuna
 
 
 class RungModelSearcher(SampledSearcher):
@@ -48,27 +48,39 @@ class RungModelSearcher(SampledSearcher):
         *,
         random_fraction: float = 1 / 3,
         min_points: int | None = None,
+        candidates: int = 24,
+        refit_fraction: float = 1 / 20,
         first: Sequence[Config] = (),
     ) -> None:
-
         super().__init__(ranges, seed, first)
-        self._objective = objective
+        self._axes = {name: axis_for(d) for name, d in self._distributions.items()}
+        self._maximize = objective is ObjectiveType.MAXIMIZE
         self._levels = sorted(set(levels))
         self._full = self._levels[-1]
         # BOHB's minimum is d + 1 points; TPE splits them into good and bad, so one more.
         self._min_points = min_points or len(self._ranges) + 2
         self._random_fraction = random_fraction
+        self._candidates = candidates
+        self._refit_fraction = refit_fraction
         self._coin = np.random.default_rng([seed, 1])
         self._results: dict[int, dict[int, float]] = {level: {} for level in self._levels}
         self._ended: set[int] = set()
-        self._model: optuna.Study | None = None
+        self._model: ParzenModel | None = None
         self._model_level: int | None = None
-        self._pending: dict[int, optuna.Trial] = {}  # in the model, not yet at its level
+        self._draws = np.random.RandomState()
+        self._work = Work()
+        self._fits = 0
+        self._changes = 0  # events that change the model's data since it was fitted
+        self._fitted_on = 0
 
     @property
     def model_level(self) -> int | None:
         """The rung the model is fitted on; None while proposals are all random."""
         return self._model_level
+
+    @property
+    def work(self) -> Work:
+        return self._work
 
     def suggest(self) -> Suggestion:
         number = len(self._params)
@@ -78,30 +90,21 @@ class RungModelSearcher(SampledSearcher):
         elif level is None or self._coin.random() < self._random_fraction:
             params = self._random.ask(self._distributions).params
         else:
-            if level != self._model_level:
+            stale = self._changes >= max(1, int(self._refit_fraction * self._fitted_on))
+            if level != self._model_level or stale:
                 self._fit(level)
             assert self._model is not None
-            trial = self._model.ask(self._distributions)
-            params = trial.params
-            if level == self._levels[0]:
-                self._pending[number] = trial  # on its way to the model's rung already
-            else:
-                self._forget(trial)  # pending once it passes the rung below
+            params = self._model.propose(self._draws, self._candidates, self._work)
         self._params[number] = params
-        config = from_samples(self._ranges, params)
-        return Suggestion(number, config)
+        self._changes += 1  # on its way to the lowest rung: pending there
+        return Suggestion(number, from_samples(self._ranges, params))
 
     def on_report(self, number: int, step: int, value: float) -> None:
         at_level = self._results.get(step)
         if at_level is None or number in at_level or number not in self._params:
             return
         at_level[number] = value
-        if self._model is None or self._model_level is None:
-            return
-        if step == self._model_level and number in self._pending:
-            self._model.tell(self._pending.pop(number), value)
-        elif step == self._below(self._model_level) and number not in self._pending:
-            self._add_pending(number)
+        self._changes += 1
 
     def observe(self, result: TrialResult) -> None:
         # One objective only (the spec refuses more); constraints are not modelled: they
@@ -111,12 +114,9 @@ class RungModelSearcher(SampledSearcher):
             self._results[self._full].setdefault(number, result.value)
         # Stopped, paused or done: no longer pending. A paused trial promoted later adds its
         # results at the rungs it reaches all the same (`on_report`).
-        if number in self._ended:
-            return
-        self._ended.add(number)
-        self._drop_pending(number)
-        if self._model is not None and self._model_level is not None:
-            self._add_fallen(number, self._model_level)
+        if number not in self._ended:
+            self._ended.add(number)
+            self._changes += 1
 
     def _learn_prior(self, number: int, value: float) -> None:
         self._results[self._full][number] = value
@@ -126,79 +126,55 @@ class RungModelSearcher(SampledSearcher):
         return enough[-1] if enough else None
 
     def _fit(self, level: int) -> None:
-        """A new model on `level`'s results; the trials not yet judged there are pending."""
-        import optuna
-        from optuna.samplers import TPESampler
-        from optuna.study import StudyDirection
-
-        direction = (
-            StudyDirection.MAXIMIZE
-            if self._objective is ObjectiveType.MAXIMIZE
-            else StudyDirection.MINIMIZE
-        )
-        sampler = TPESampler(
-            seed=int(np.random.default_rng([self._seed, level]).integers(2**31)),
-            n_startup_trials=0,
-            multivariate=True,
-            constant_liar=True,
-        )
-        model = optuna.create_study(direction=direction, sampler=sampler)
-        for number, value in self._results[level].items():
-            params = self._params.get(number) or self._prior_params[number]
-            model.add_trial(
-                optuna.trial.create_trial(
-                    params=dict(params), distributions=self._distributions, value=value
-                )
-            )
-        self._model, self._model_level, self._pending = model, level, {}
+        """A model on `level`'s results, the trials that ended below it, and the ones on
+        their way to it (in its bad group)."""
         below = self._below(level)
+        at_level = self._results[level]
+        numbers: list[int] = []
+        steps: list[float] = []  # how far each got: inf at the rung, -1 on its way
+        losses: list[float] = []
+        for number, value in at_level.items():
+            numbers.append(number)
+            steps.append(math.inf)
+            losses.append(-value if self._maximize else value)
         for number in self._params:
+            if number in at_level:
+                continue
             if number in self._ended:
-                self._add_fallen(number, level)
+                reached = [lower for lower in self._levels if lower < level]
+                reached = [lower for lower in reached if number in self._results[lower]]
+                if not reached:
+                    continue  # it failed before any rung: nothing to learn
+                value = self._results[reached[-1]][number]
+                numbers.append(number)
+                steps.append(float(reached[-1]))
+                losses.append(-value if self._maximize else value)
             elif below is None or number in self._results[below]:
-                self._add_pending(number)
-
-    def _add_fallen(self, number: int, level: int) -> None:
-        """A trial that ended below the model's rung: pruned, at the last rung it reached."""
-        import optuna
-        from optuna.trial import TrialState
-
-        assert self._model is not None
-        if number in self._results[level]:
-            return
-        reached = [
-            lower for lower in self._levels if lower < level and number in self._results[lower]
-        ]
-        if not reached:
-            return  # it failed before any rung: nothing to learn
-        self._model.add_trial(
-            optuna.trial.create_trial(
-                params=dict(self._params[number]),
-                distributions=self._distributions,
-                state=TrialState.PRUNED,
-                intermediate_values={reached[-1]: self._results[reached[-1]][number]},
-            )
+                numbers.append(number)
+                steps.append(-1.0)
+                losses.append(0.0)
+        order = np.lexsort((np.array(losses), -np.array(steps)))
+        ranks = np.empty(len(numbers))
+        ranks[order] = np.arange(len(numbers))
+        points = np.array(
+            [
+                [axis.internal(self._samples(n)[name]) for name, axis in self._axes.items()]
+                for n in numbers
+            ]
+        ).reshape(len(numbers), len(self._axes))
+        self._model = ParzenModel(self._axes, points, ranks)
+        self._model_level = level
+        self._draws = np.random.RandomState(
+            int(np.random.default_rng([self._seed, level, self._fits]).integers(2**31))
         )
+        self._fits += 1
+        self._changes = 0
+        self._fitted_on = len(numbers)
+
+    def _samples(self, number: int) -> dict[str, object]:
+        """A trial's values as sampled; a prior's (numbered below zero) as the parent ran it."""
+        return dict(self._params[number] if number >= 0 else self._prior_params[number])
 
     def _below(self, level: int) -> int | None:
         index = self._levels.index(level)
         return self._levels[index - 1] if index else None
-
-    def _add_pending(self, number: int) -> None:
-        """A trial on its way to the model's rung: a pending trial in the model."""
-        assert self._model is not None and self._model_level is not None
-        if number in self._ended or number in self._results[self._model_level]:
-            return
-        self._model.enqueue_trial(dict(self._params[number]), skip_if_exists=False)
-        self._pending[number] = self._model.ask(self._distributions)
-
-    def _forget(self, trial: optuna.Trial) -> None:
-        from optuna.trial import TrialState
-
-        assert self._model is not None
-        self._model.tell(trial, state=TrialState.FAIL)
-
-    def _drop_pending(self, number: int) -> None:
-        trial = self._pending.pop(number, None)
-        if trial is not None:
-            self._forget(trial)  # it never reached the model's rung
