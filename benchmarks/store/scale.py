@@ -251,15 +251,12 @@ def _middle_page(url: str, tuning_id: str, size: int, repeats: int) -> dict[str,
 def _in_process(url: str, tuning_id: str, out: Path, repeats: int) -> dict[str, Any]:
     """The same reads as functions, in this process: the read without Python's start."""
     from scaletune.analysis import analytics_dataframe, summarize
-    from scaletune.experiment import tuning_job_report
+    from scaletune.experiment import stored_tuning_report
 
     store = Store(url)
 
-    def report() -> None:
-        summary_ = summarize(store, tuning_id)
-        rows = store.trials.rows(tuning_id)
-        curves = store.trials.curves(tuning_id, METRIC)
-        tuning_job_report(summary_, rows, curves).write(out)
+    def report() -> None:  # as the command builds it
+        stored_tuning_report(store, tuning_id).write(out)
 
     reads = {
         "tuning show": lambda: summarize(store, tuning_id),
@@ -407,7 +404,8 @@ def _notes(results: list[dict[str, Any]], ratios: dict[str, dict[str, float]]) -
         "Reads run as commands, so their times include Python's start and imports "
         "(`python -c pass` and `scaletune --help` above show that floor); `one trial's curve` "
         "is the store read alone, in process. The report folder holds every trial in "
-        "analytics.csv and pictures of all of them (line collections).",
+        "analytics.csv; its trials picture draws up to 2,000 curves (past that, the best 200 "
+        "and others evenly spaced).",
     ]
     for trials, values in sorted(ratios.items(), key=lambda item: int(item[0])):
         worst = max(values.items(), key=lambda item: item[1])

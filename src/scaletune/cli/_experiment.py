@@ -166,22 +166,10 @@ def report(
     store: StoreOption = None,
 ) -> None:
     """Write the HTML report (tables, pictures, configuration) of a stored tuning job."""
-    from scaletune.analysis import summarize, trial_marks
-    from scaletune.experiment import CapacityBilling, drawn_curves, tuning_job_report
+    from scaletune.experiment import stored_tuning_report
 
     with open_store(store) as records:
-        summary = summarize(records, tuning_job_id)
-        objective = summary.record.spec_view.objective
-        trials = records.trials.rows(tuning_job_id)
-        curves = records.trials.curves(
-            tuning_job_id, objective.metric, job_ids=drawn_curves(trials, objective.maximize)
-        )
-        marks = trial_marks(records, summary.record)
-        billing = CapacityBilling(
-            records.trials.billable_by_class(tuning_job_id),
-            summary.record.spec_view.training_prices or records.prices(),
-        )
-    document = tuning_job_report(summary, trials, curves, marks, billing)
+        document = stored_tuning_report(records, tuning_job_id)
     document.command = _command_line()
     page = document.write(out_dir or Path("scaletune-results") / f"tuning-{tuning_job_id}")
     show_report(document)

@@ -13,6 +13,7 @@ from scaletune.experiment._runner import (
 from scaletune.experiment._tuning_report import (
     CapacityBilling,
     drawn_curves,
+    stored_tuning_report,
     tuning_job_report,
 )
 
@@ -29,5 +30,6 @@ __all__ = [
     "drawn_curves",
     "plan_for",
     "run_convergence",
+    "stored_tuning_report",
     "tuning_job_report",
 ]

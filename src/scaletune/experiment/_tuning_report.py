@@ -7,8 +7,15 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from scaletune.analysis import ANALYTICS_COLUMNS, TrialMarks, TuningSummary, analytics_rows
-from scaletune.store import JobStatus, MetricPoint, TrialRow, TuningJobRecord
+from scaletune.analysis import (
+    ANALYTICS_COLUMNS,
+    TrialMarks,
+    TuningSummary,
+    analytics_rows,
+    summarize,
+    trial_marks,
+)
+from scaletune.store import JobStatus, MetricPoint, Store, TrialRow, TuningJobRecord
 
 from . import _figures as figures
 from ._report import MISSING, Report, _cell, _csv, _number, _tuning, environment
@@ -49,6 +56,22 @@ def drawn_curves(trials: Sequence[TrialRow], maximize: bool) -> list[str] | None
     others = [trial.id for trial in trials if trial.id not in best]
     stride = math.ceil(len(others) / (CURVES_DRAWN - len(best)))
     return [*best, *others[::stride]]
+
+
+def stored_tuning_report(store: Store, tuning_id: str) -> Report:
+    """The report of a tuning job in `store`, read as `scaletune report ID` reads it: its
+    summary, every trial's row, the curves drawn (`drawn_curves`), marks and billing."""
+    summary = summarize(store, tuning_id)
+    objective = summary.record.spec_view.objective
+    trials = store.trials.rows(tuning_id)
+    curves = store.trials.curves(
+        tuning_id, objective.metric, job_ids=drawn_curves(trials, objective.maximize)
+    )
+    billing = CapacityBilling(
+        store.trials.billable_by_class(tuning_id),
+        summary.record.spec_view.training_prices or store.prices(),
+    )
+    return tuning_job_report(summary, trials, curves, trial_marks(store, summary.record), billing)
 
 
 def _best(trials: Sequence[TrialRow], maximize: bool) -> list[TrialRow]:
