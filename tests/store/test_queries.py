@@ -241,3 +241,14 @@ def test_billing_by_capacity_class_is_summed_in_the_database(store: Store) -> No
     store.finish_training_job(job_id, outcome)
     assert store.trials.billable_by_class("on-demand only") == {"on-demand": 1.0}  # no spot key
     assert store.trials.billable_by_class("none") == {}
+
+
+def test_a_trial_rows_columns_are_its_first_fields_in_order() -> None:
+    import dataclasses
+
+    from scaletune.store import TrialRow
+    from scaletune.store._queries import _ROW_COLUMNS
+
+    # rows are built by position: a column added to one must go to the other at that place
+    fields = [field.name for field in dataclasses.fields(TrialRow)]
+    assert [column.name for column in _ROW_COLUMNS] == fields[: len(_ROW_COLUMNS)]
