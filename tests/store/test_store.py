@@ -145,6 +145,32 @@ def test_abandoning_leaves_ended_jobs_alone(store: Store) -> None:
     assert store.get_training_job("ended").status is JobStatus.COMPLETED
 
 
+def test_an_ending_and_its_last_reports_are_written_together(store: Store) -> None:
+    # One statement on PostgreSQL (a data-modifying WITH), one transaction on SQLite.
+    store.create_training_job(_new("job-1"))
+    store.append_metrics("job-1", [MetricPoint("loss", 1, 0.5, 1.0)])
+    last = [MetricPoint("loss", 2, 0.25, 2.0), MetricPoint("acc", 2, 0.75, 2.0)]
+    outcome = JobOutcome(
+        JobStatus.STOPPED,
+        1.0,
+        2.0,
+        1.0,
+        3.0,
+        {"loss": 0.25},
+        failure_reason="stopped early",
+        billable_by_class={"spot": 3.0},
+    )
+    store.finish_training_job("job-1", outcome, last)
+    record = store.get_training_job("job-1")
+    assert (record.status, record.failure_reason) == (JobStatus.STOPPED, "stopped early")
+    assert record.final_metrics == {"loss": 0.25} and record.billable_by_class == {"spot": 3.0}
+    assert [(p.name, p.step, p.value) for p in store.metrics("job-1", "loss")] == [
+        ("loss", 1, 0.5),
+        ("loss", 2, 0.25),
+    ]
+    assert [(p.step, p.value, p.time) for p in store.metrics("job-1", "acc")] == [(2, 0.75, 2.0)]
+
+
 def test_finishing_needs_a_final_status(store: Store) -> None:
     store.create_training_job(_new("job-1"))
     with pytest.raises(ValueError, match="not a final status"):

@@ -15,12 +15,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from sqlalchemy import (
+    JSON,
     bindparam,
     delete,
     func,
     insert,
     or_,
     select,
+    text,
     update,
 )
 from sqlalchemy.engine import Connection
@@ -84,6 +86,21 @@ _METRICS_OF_JOB = (
 )
 _METRIC_OF_JOB = _METRICS_OF_JOB.where(metric_points.c.name == bindparam("name"))
 RecordT = TypeVar("RecordT", TrainingJobRecord, TuningJobRecord)
+# PostgreSQL: a job's ending and its last reports in one statement, its own transaction (a
+# data-modifying WITH over arrays): one round trip where a transaction takes four.
+_FINISH_WITH_POINTS_PG = text(
+    "WITH points AS (INSERT INTO metric_points (job_id, name, step, value, time) "
+    "SELECT :row_id, * FROM unnest(CAST(:names AS varchar[]), CAST(:steps AS integer[]), "
+    "CAST(:point_values AS float8[]), CAST(:times AS float8[]))) "
+    "UPDATE training_jobs SET status = :status, start_time = :start_time, "
+    "end_time = :end_time, wall_seconds = :wall_seconds, "
+    "billable_seconds = :billable_seconds, billable_by_class = :billable_by_class, "
+    "final_metrics = :final_metrics, failure_reason = :failure_reason, "
+    "artifact = :artifact, waiting_since = :waiting_since WHERE id = :row_id"
+).bindparams(
+    bindparam("billable_by_class", type_=JSON),
+    bindparam("final_metrics", type_=JSON),
+)
 
 
 def _job_landed(store: Store, job: NewTrainingJob, *_args: object) -> bool:
@@ -222,25 +239,36 @@ class Store:
         transaction."""
         if not outcome.status.has_run:
             raise ValueError(f"{outcome.status} is not a final status")
+        ending = {
+            "row_id": job_id,
+            "status": outcome.status.value,
+            "start_time": outcome.start_time,
+            "end_time": outcome.end_time,
+            "wall_seconds": outcome.wall_seconds,
+            "billable_seconds": outcome.billable_seconds,
+            "billable_by_class": outcome.billable_by_class,
+            "final_metrics": outcome.final_metrics,
+            "failure_reason": outcome.failure_reason,
+            "artifact": outcome.artifact,
+            "waiting_since": None,
+        }
+        if metrics and self._autocommit.dialect.name == "postgresql":
+            with self._autocommit.connect() as conn:
+                conn.execute(
+                    _FINISH_WITH_POINTS_PG,
+                    {
+                        **ending,
+                        "names": [p.name for p in metrics],
+                        "steps": [p.step for p in metrics],
+                        "point_values": [p.value for p in metrics],
+                        "times": [p.time for p in metrics],
+                    },
+                )
+            return
         with self._engine.begin() as conn:
             if metrics:
                 conn.execute(insert(metric_points), _metric_rows(job_id, metrics))
-            conn.execute(
-                _UPDATE_BY_ID[training_jobs.name],
-                {
-                    "row_id": job_id,
-                    "status": outcome.status.value,
-                    "start_time": outcome.start_time,
-                    "end_time": outcome.end_time,
-                    "wall_seconds": outcome.wall_seconds,
-                    "billable_seconds": outcome.billable_seconds,
-                    "billable_by_class": outcome.billable_by_class,
-                    "final_metrics": outcome.final_metrics,
-                    "failure_reason": outcome.failure_reason,
-                    "artifact": outcome.artifact,
-                    "waiting_since": None,
-                },
-            )
+            conn.execute(_UPDATE_BY_ID[training_jobs.name], ending)
 
     @patient
     def abandon_training_job(
