@@ -17,10 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-import numpy as np
-
 from scaletune.spec import ObjectiveType, Range
-from scaletune.tuning._parzen import ParzenModel, Work, axis_for
 from scaletune.tuning._sampled import SampledSearcher
 from scaletune.tuning._searchers import Config, Suggestion, TrialResult, from_samples
 
@@ -40,7 +37,6 @@ class ParzenSearcher(SampledSearcher):
         first: Sequence[Config] = (),
     ) -> None:
         super().__init__(ranges, seed, first)
-        self._axes = {name: axis_for(d) for name, d in self._distributions.items()}
         self._maximize = objective is ObjectiveType.MAXIMIZE
         self._n_startup = n_startup
         self._candidates = candidates
@@ -48,20 +44,8 @@ class ParzenSearcher(SampledSearcher):
         # Each result: (trial, step reached, loss), the direction applied once, here.
         self._results: dict[int, tuple[float, float]] = {}
         self._pending: set[int] = set()  # proposed, not ended: the constant liar's
-        self._model: ParzenModel | None = None
-        self._draws = np.random.RandomState()
-        self._work = Work()
-        self._fits = 0
         self._changes = 0  # results since the model was fitted
         self._fitted_on = 0
-
-    @property
-    def fits(self) -> int:
-        return self._fits
-
-    @property
-    def work(self) -> Work:
-        return self._work
 
     def suggest(self) -> Suggestion:
         number = len(self._params)
@@ -100,10 +84,6 @@ class ParzenSearcher(SampledSearcher):
         self._results[number] = (FINISHED, -value if self._maximize else value)
         self._changes += 1
 
-    def _samples(self, number: int) -> dict[str, object]:
-        """A trial's values as sampled; a prior's (numbered below zero) as the parent ran it."""
-        return dict(self._params[number] if number >= 0 else self._prior_params[number])
-
     def _ask_model(self) -> dict[str, object]:
         stale = self._changes >= max(1, int(self._refit_fraction * self._fitted_on))
         if self._model is None or stale:
@@ -113,24 +93,8 @@ class ParzenSearcher(SampledSearcher):
 
     def _fit(self) -> None:
         numbers = sorted(self._results) + sorted(self._pending)  # priors first, then in order
-        steps = np.array([self._results[n][0] if n in self._results else -1.0 for n in numbers])
-        losses = np.array([self._results[n][1] if n in self._results else 0.0 for n in numbers])
-        # Optuna's order: complete by loss, then stopped ones the furthest first, then the
-        # running ones (the liar's, worst of all); ranks, as the model only compares them.
-        order = np.lexsort((losses, -steps))
-        ranks = np.empty(len(numbers))
-        ranks[order] = np.arange(len(numbers))
-        points = np.array(
-            [
-                [axis.internal(self._samples(n)[name]) for name, axis in self._axes.items()]
-                for n in numbers
-            ]
-        ).reshape(len(numbers), len(self._axes))
-        self._model = ParzenModel(self._axes, points, ranks)
-        self._draws = np.random.RandomState(
-            int(np.random.default_rng([self._seed, 4, self._fits]).integers(2**31))
-        )
-        self._fits += 1
+        steps = [self._results[n][0] if n in self._results else -1.0 for n in numbers]
+        losses = [self._results[n][1] if n in self._results else 0.0 for n in numbers]
+        self._fit_ranked(numbers, steps, losses, key=4)
         self._changes = 0
         self._fitted_on = len(self._results)
-        self._work.fitted_values += len(numbers)

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from scaletune.spec import ObjectiveType, Range
-from scaletune.tuning._parzen import ParzenModel, Work, axis_for
+from scaletune.tuning._parzen import ParzenModel
 from scaletune.tuning._sampled import SampledSearcher
 from scaletune.tuning._searchers import (
     Config,
@@ -49,7 +49,6 @@ class LastValueSearcher(SampledSearcher):
         first: Sequence[Config] = (),
     ) -> None:
         super().__init__(ranges, seed, first)
-        self._axes = {name: axis_for(d) for name, d in self._distributions.items()}
         self._maximize = objective is ObjectiveType.MAXIMIZE
         self._random_fraction = random_fraction
         self._n_startup = n_startup
@@ -63,21 +62,8 @@ class LastValueSearcher(SampledSearcher):
         self._rows: dict[int, int] = {}
         self._points = np.empty((64, len(self._axes)))  # each hyperparameter, as TPE sees it
         self._values = np.empty(64)  # the latest value; NaN once a trial is left out
-        self._model: ParzenModel | None = None
-        self._draws = np.random.RandomState()
-        self._work = Work()
-        self._fits = 0
         self._changes = 0  # latest values changed since the model was fitted
         self._fitted_on = 0  # how many latest values it was fitted on
-
-    @property
-    def fits(self) -> int:
-        """How many times the model has been fitted (0: proposals are all random so far)."""
-        return self._fits
-
-    @property
-    def work(self) -> Work:
-        return self._work
 
     def latest(self) -> dict[int, float]:
         """Each trial's latest value (priors numbered below zero): what the model learns."""
@@ -136,10 +122,6 @@ class LastValueSearcher(SampledSearcher):
             samples = self._samples(number)
             self._points[row] = [axis.internal(samples[n]) for n, axis in self._axes.items()]
         return row
-
-    def _samples(self, number: int) -> dict[str, object]:
-        """A trial's values as sampled; a prior's (numbered below zero) as the parent ran it."""
-        return dict(self._params[number] if number >= 0 else self._prior_params[number])
 
     def _configurations(self) -> list[tuple[Config, float]]:
         """Each trial with a value: its configuration and latest value (for other models)."""

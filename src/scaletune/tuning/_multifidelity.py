@@ -28,7 +28,6 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from scaletune.spec import ObjectiveType, Range
-from scaletune.tuning._parzen import ParzenModel, Work, axis_for
 from scaletune.tuning._sampled import SampledSearcher
 from scaletune.tuning._searchers import (
     Config,
@@ -53,7 +52,6 @@ class RungModelSearcher(SampledSearcher):
         first: Sequence[Config] = (),
     ) -> None:
         super().__init__(ranges, seed, first)
-        self._axes = {name: axis_for(d) for name, d in self._distributions.items()}
         self._maximize = objective is ObjectiveType.MAXIMIZE
         self._levels = sorted(set(levels))
         self._full = self._levels[-1]
@@ -65,11 +63,7 @@ class RungModelSearcher(SampledSearcher):
         self._coin = np.random.default_rng([seed, 1])
         self._results: dict[int, dict[int, float]] = {level: {} for level in self._levels}
         self._ended: set[int] = set()
-        self._model: ParzenModel | None = None
         self._model_level: int | None = None
-        self._draws = np.random.RandomState()
-        self._work = Work()
-        self._fits = 0
         self._changes = 0  # events that change the model's data since it was fitted
         self._fitted_on = 0
 
@@ -77,10 +71,6 @@ class RungModelSearcher(SampledSearcher):
     def model_level(self) -> int | None:
         """The rung the model is fitted on; None while proposals are all random."""
         return self._model_level
-
-    @property
-    def work(self) -> Work:
-        return self._work
 
     def suggest(self) -> Suggestion:
         number = len(self._params)
@@ -153,27 +143,10 @@ class RungModelSearcher(SampledSearcher):
                 numbers.append(number)
                 steps.append(-1.0)
                 losses.append(0.0)
-        order = np.lexsort((np.array(losses), -np.array(steps)))
-        ranks = np.empty(len(numbers))
-        ranks[order] = np.arange(len(numbers))
-        points = np.array(
-            [
-                [axis.internal(self._samples(n)[name]) for name, axis in self._axes.items()]
-                for n in numbers
-            ]
-        ).reshape(len(numbers), len(self._axes))
-        self._model = ParzenModel(self._axes, points, ranks)
+        self._fit_ranked(numbers, steps, losses, key=level)
         self._model_level = level
-        self._draws = np.random.RandomState(
-            int(np.random.default_rng([self._seed, level, self._fits]).integers(2**31))
-        )
-        self._fits += 1
         self._changes = 0
         self._fitted_on = len(numbers)
-
-    def _samples(self, number: int) -> dict[str, object]:
-        """A trial's values as sampled; a prior's (numbered below zero) as the parent ran it."""
-        return dict(self._params[number] if number >= 0 else self._prior_params[number])
 
     def _below(self, level: int) -> int | None:
         index = self._levels.index(level)

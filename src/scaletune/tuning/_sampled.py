@@ -1,12 +1,16 @@
-"""What the model-based searchers of Hyperband share (`_lastvalue`, `_multifidelity`): each
-trial's values as sampled, the first configurations and random draws before a model, a parent
-job's trials as priors numbered below zero, and a restore that replays past trials."""
+"""What the searchers that fit TPE on arrays share (`_lastvalue`, `_multifidelity`,
+`_bayesian`): each trial's values as sampled, the first configurations and random draws before
+a model, a parent job's trials as priors numbered below zero, a restore that replays past
+trials, and the model's axes, fits and work."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
 from scaletune.spec import Range
+from scaletune.tuning._parzen import ParzenModel, Work, axis_for
 from scaletune.tuning._searchers import Config, TrialResult, prior_samples, to_samples
 
 
@@ -24,6 +28,47 @@ class SampledSearcher:
         self._priors = 0
         self._prior_params: dict[int, dict[str, object]] = {}
         self._first = [to_samples(self._ranges, config) for config in first]
+        self._axes = {name: axis_for(d) for name, d in self._distributions.items()}
+        self._model: ParzenModel | None = None
+        self._draws = np.random.RandomState()  # a fitted model's proposals' draws
+        self._work = Work()
+        self._fits = 0
+
+    @property
+    def fits(self) -> int:
+        """How many times the model has been fitted (0: proposals are all random so far)."""
+        return self._fits
+
+    @property
+    def work(self) -> Work:
+        return self._work
+
+    def _samples(self, number: int) -> dict[str, object]:
+        """A trial's values as sampled; a prior's (numbered below zero) as the parent ran it."""
+        return dict(self._params[number] if number >= 0 else self._prior_params[number])
+
+    def _fit_ranked(
+        self, numbers: Sequence[int], steps: Sequence[float], losses: Sequence[float], key: int
+    ) -> None:
+        """Fit the model on these trials in Optuna's order: the complete ones (step inf) by
+        loss, then the stopped ones the furthest first, then by loss, and the running ones
+        (step -1, the constant liar's) last; by rank, as the model only compares them. Its
+        draws are seeded by `key` and the count of fits."""
+        order = np.lexsort((np.asarray(losses), -np.asarray(steps)))
+        ranks = np.empty(len(numbers))
+        ranks[order] = np.arange(len(numbers))
+        points = np.array(
+            [
+                [axis.internal(self._samples(n)[name]) for name, axis in self._axes.items()]
+                for n in numbers
+            ]
+        ).reshape(len(numbers), len(self._axes))
+        self._model = ParzenModel(self._axes, points, ranks)
+        self._draws = np.random.RandomState(
+            int(np.random.default_rng([self._seed, key, self._fits]).integers(2**31))
+        )
+        self._fits += 1
+        self._work.fitted_values += len(numbers)
 
     def observe(self, result: TrialResult) -> None:
         raise NotImplementedError
