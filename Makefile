@@ -136,7 +136,7 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml $(BENCH_REQUIREMENTS) $(BENCH_CONSTRAINT
 bench-env: $(BENCH_STAMP)
 
 bench-test: $(BENCH_STAMP)  # the tests that need YAHPO's surrogate (they skip in .venv)
-	$(BENCH_VENV)/bin/python -m pytest -q tests/simulation/test_lcbench.py $(call junit,bench-test)
+	$(BENCH_VENV)/bin/python -m pytest -q tests/simulation/test_lcbench.py tests/simulation/test_lcbench_harness.py $(call junit,bench-test)
 
 bench-tuning: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python -m benchmarks.tuning.run

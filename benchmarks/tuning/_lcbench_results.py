@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks._report import RESULTS, paired_interval
-from benchmarks.tuning._problem import BUDGET_FULL_TRIALS, COSTS, WORKERS, streams_sentence
+from benchmarks.tuning._problem import COMMITTED, SETTINGS, Setting, streams_sentence
 
 CHECKPOINTS = (0.25, 0.5, 1.0)
 GRID = np.linspace(0.02, 1.0, 50)  # fractions of the budget, for the plot
@@ -49,6 +49,7 @@ ABLATIONS = (
     (VALUE_RANKED, RANDOM_PROPOSALS, "the model", "random proposals instead", 1),
     (DEFAULT, VALUE_RANKED, "ranking by forecast", "rungs ranking values instead", 2),
 )
+TOP_K = "Top-K after the first rung (baseline)"
 PEERS = (
     CONTROL,
     "Optuna TPE+HyperbandPruner",
@@ -56,7 +57,29 @@ PEERS = (
     "Ray Tune AsyncHyperBand",
     "Syne Tune ASHA",
     "Syne Tune BOHB",
+    "Syne Tune ASHA-CQR",
+    "Syne Tune ASHA-BORE",
+    "DEHB",
+    TOP_K,
 )
+# The package each method's code comes from (the results name it with its version).
+PACKAGES = {"Optuna": "optuna", "Ray Tune": "ray", "Syne Tune": "syne-tune", "DEHB": "dehb"}
+SIGNIFICANCE = 0.05  # two-sided, Wilcoxon signed-rank over (task, seed) pairs
+
+
+def package_of(method: str) -> str:
+    """The distribution that runs `method`: a peer's library, else scaletune (its own
+    methods, the control and the top-K baseline run on scaletune's code)."""
+    return next((pkg for prefix, pkg in PACKAGES.items() if method.startswith(prefix)), "scaletune")
+
+
+def setting_of(runs: list[dict[str, Any]]) -> Setting:
+    """The one setting all runs were made at (runs from before settings: the committed one).
+    ValueError: runs of several settings, which no comparison may mix."""
+    names = {run.get("setting", COMMITTED.name) for run in runs}
+    if len(names) > 1:
+        raise ValueError(f"runs of several settings ({', '.join(sorted(names))}): keep them apart")
+    return SETTINGS[names.pop()] if names else COMMITTED
 
 
 def incumbent_curve(best_by_fraction: list[float | None]) -> list[float | None]:
@@ -145,7 +168,9 @@ def _comparisons(
 ) -> dict[str, Any]:
     """At each checkpoint, scaletune's best method there (and its default) minus each
     peer: the mean difference of regret over (task, seed) pairs, with a paired bootstrap 95 %
-    interval (pairs resampled 2,000 times). Below zero: scaletune's regret is lower."""
+    interval (pairs resampled 2,000 times) and the two-sided Wilcoxon signed-rank test's p
+    (zero differences dropped). Below zero: scaletune's regret is lower. The peer with the
+    lowest mean regret there is named: the one the default must lead."""
     rng = np.random.default_rng(0)
     pairs = [(task, seed) for task in best_known for seed in seeds]
     ours = [m for m in methods if m in OURS]
@@ -164,9 +189,28 @@ def _comparisons(
             if mine not in ours:
                 continue
             for peer in peers:
-                rows[f"{mine} - {peer}"] = paired_interval(regrets(mine) - regrets(peer), rng)
-        result[str(fraction)] = {"best_scaletune": best, "differences": rows}
+                differences = regrets(mine) - regrets(peer)
+                rows[f"{mine} - {peer}"] = {
+                    **paired_interval(differences, rng),
+                    "wilcoxon_p": _wilcoxon_p(differences),
+                }
+        best_peer = min(peers, key=lambda m: float(regrets(m).mean())) if peers else None
+        result[str(fraction)] = {
+            "best_scaletune": best,
+            "best_peer": best_peer,
+            "differences": rows,
+        }
     return result
+
+
+def _wilcoxon_p(differences: np.ndarray) -> float:
+    """The two-sided Wilcoxon signed-rank test's p for a zero median difference (1.0 when
+    every difference is zero)."""
+    from scipy.stats import wilcoxon
+
+    if not np.any(differences):
+        return 1.0
+    return float(wilcoxon(differences, zero_method="wilcox").pvalue)
 
 
 def _minus(
@@ -195,7 +239,7 @@ def _minus(
 
 
 def _versions() -> dict[str, str]:
-    names = ("scaletune", "optuna", "ray", "syne-tune", "yahpo-gym", "onnxruntime", "numpy")
+    names = ("scaletune", "optuna", "ray", "syne-tune", "dehb", "yahpo-gym", "onnxruntime", "numpy")
     return {name: version(name) for name in names}
 
 
@@ -260,29 +304,37 @@ def write(
     """benchmarks/results/NAME.{json,md,png}; `made_by`: `provenance` or `kept_provenance`.
     A pooled file names its sources instead of holding their runs a second time."""
     RESULTS.mkdir(exist_ok=True)
+    setting = setting_of(runs)
     meta = {
         **made_by,
         "tasks": list(dict.fromkeys(run["task"] for run in runs)),
         "seeds": sorted({run["seed"] for run in runs}),
-        "workers": WORKERS,
-        "budget": f"{BUDGET_FULL_TRIALS} median-length full trials per worker",
-        "start_seconds_per_trial": COSTS.start_seconds,
+        "setting": setting.name,
+        "workers": setting.workers,
+        "budget": f"{setting.budget_full_trials:g} median-length full trials per worker",
+        "start_seconds_per_trial": setting.start_seconds,
     }
     wall = meta["benchmark_wall_seconds"]
     held = {"pooled_from": pooled_from} if pooled_from else {"runs": runs}
     (RESULTS / f"{name}.json").write_text(  # compact: every run's incumbent curve is in it
         json.dumps({**meta, "summary": summary, **held}, separators=(",", ":")) + "\n"
     )
-    _plot(summary, name)
+    _plot(summary, name, setting)
     methods = summary["methods"]
+    versions = meta["versions"]
     header = [
         "method",
+        "package",
         *[f"regret at {int(f * 100)} %" for f in CHECKPOINTS],
         "mean rank 25/50/100 %",
     ]
     rows = []
     for method, entry in methods.items():
-        cells = [f"scaletune {method}" if method in OURS else method]
+        package = package_of(method)
+        cells = [
+            f"scaletune {method}" if method in OURS else method,
+            f"{package} {versions.get(package, '?')}",
+        ]
         for fraction in CHECKPOINTS:
             point = entry["checkpoints"][str(fraction)]
             cells.append(f"{point['mean_regret']:.3f} ± {point['std_over_seeds']:.3f}")
@@ -300,17 +352,19 @@ def write(
         f"Tasks: {', '.join(meta['tasks'])}.",
         *([f"Note: {meta['note']}"] if "note" in meta else []),
         "",
-        f"{len(meta['tasks'])} tasks × {_seeds_phrase(meta['seeds'])}, {WORKERS} trials at a "
-        "time, "
-        f"budget {meta['budget']} (simulated), {COSTS.start_seconds:g} s start-up per trial "
-        "for every method. Regret: the best validation accuracy (%) any method found on the "
-        "task minus the best this run had reported by then; mean over tasks and seeds ± the "
+        f"{len(meta['tasks'])} tasks × {_seeds_phrase(meta['seeds'])}, the {setting.name} "
+        f"setting: {setting.sentence()}, for every method (simulated time). Regret: the best "
+        "validation accuracy (%) any method found on the task minus the best this run had "
+        "reported by then; mean over tasks and seeds ± the "
         "standard deviation over seeds of the mean over tasks. Rank: 1 = best of all methods "
         "on that task and seed (the control not counted). scaletune's methods name their "
         "Hyperband settings: ASHA is one bracket of asynchronous successive halving with "
         "random proposals, the others say how they differ from it; the default is "
         f"{DEFAULT}. The control runs scaletune's Hyperband scheduler on exactly the random "
-        "configurations Ray Tune's methods draw. " + streams_sentence(runs),
+        "configurations Ray Tune's methods draw. DEHB trains each of its jobs from scratch to "
+        "the job's fidelity; the top-K baseline screens random configurations at the first "
+        "rung with half the budget, then trains the best of them to the end, best first. "
+        + streams_sentence(runs),
         "",
         "| " + " | ".join(header) + " |",
         "|" + "---|" * len(header),
@@ -319,6 +373,7 @@ def write(
         f"![regret over the budget]({name}.png)",
         "",
         *_comparison_lines(summary["comparisons"]),
+        *_lead_lines(summary),
         *_ablation_lines(summary.get("ablations", {})),
     ]
     (RESULTS / f"{name}.md").write_text("\n".join(lines))
@@ -336,17 +391,47 @@ def _comparison_lines(comparisons: dict[str, Any]) -> list[str]:
     lines = [
         f"Regret of scaletune's best method at each checkpoint (and of its default, {DEFAULT}) "
         "minus each peer's: mean over tasks and seeds [paired bootstrap 95 % interval]; "
-        "below zero, scaletune is ahead.",
+        "below zero, scaletune is ahead. p: the two-sided Wilcoxon signed-rank test over the "
+        "(task, seed) pairs (zero differences dropped).",
         "",
-        "| at | difference | mean [95 % interval] |",
-        "|---|---|---|",
+        "| at | difference | mean [95 % interval] | Wilcoxon p |",
+        "|---|---|---|---|",
     ]
     for fraction, entry in comparisons.items():
         for label, row in entry["differences"].items():
+            p = row.get("wilcoxon_p")
             lines.append(
                 f"| {int(float(fraction) * 100)} % | scaletune {label} | "
-                f"{row['mean']:+.3f} [{row['low']:+.3f}, {row['high']:+.3f}] |"
+                f"{row['mean']:+.3f} [{row['low']:+.3f}, {row['high']:+.3f}] | "
+                + ("-" if p is None else f"{p:.2g}")
+                + " |"
             )
+    return [*lines, ""]
+
+
+def _lead_lines(summary: dict[str, Any]) -> list[str]:
+    """The issue's goals, answered at each checkpoint: is the default's mean regret the
+    lowest of all methods, and is its lead over the best peer significant?"""
+    methods = summary["methods"]
+    if DEFAULT not in methods:
+        return []
+    lines = ["Does the default lead?", ""]
+    for fraction, entry in summary["comparisons"].items():
+        peer = entry.get("best_peer")
+        row = entry["differences"].get(f"{DEFAULT} - {peer}")
+        if peer is None or row is None or "wilcoxon_p" not in row:
+            continue
+        regret = {m: e["checkpoints"][fraction]["mean_regret"] for m, e in methods.items()}
+        lowest = min((m for m in regret if m != CONTROL), key=regret.__getitem__)
+        ahead = row["mean"] < 0
+        significant = ahead and row["wilcoxon_p"] < SIGNIFICANCE
+        verdict = "a significant lead" if significant else "ahead" if ahead else "behind"
+        lines.append(
+            f"- at {int(float(fraction) * 100)} %: "
+            + ("the lowest mean regret" if lowest == DEFAULT else f"not the lowest ({lowest} is)")
+            + f"; against the best peer, {peer}, {row['mean']:+.3f} points, p = "
+            f"{row['wilcoxon_p']:.2g}: " + verdict + f" (at p < {SIGNIFICANCE:g})."
+        )
     return [*lines, ""]
 
 
@@ -366,7 +451,7 @@ def _ablation_lines(ablations: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _plot(summary: dict[str, Any], name: str) -> None:
+def _plot(summary: dict[str, Any], name: str, setting: Setting) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -380,7 +465,7 @@ def _plot(summary: dict[str, Any], name: str) -> None:
     axes.set_yscale("log")
     axes.set_xlabel("simulated wall time (% of budget)")
     axes.set_ylabel("mean regret of best val accuracy (% points)")
-    axes.set_title("LCBench, 4 parallel workers: lower is better")
+    axes.set_title(f"LCBench, {setting.workers} trials at a time: lower is better")
     axes.grid(alpha=0.3)
     axes.legend(fontsize=8)
     figure.tight_layout()

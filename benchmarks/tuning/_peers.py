@@ -1,6 +1,7 @@
 """The peers, each driven through its own public scheduler/sampler API in `run_policy`:
-Optuna (TPE + HyperbandPruner), Ray Tune (ASHA; async HyperBand with 3 brackets) and
-Syne Tune (ASHA; BOHB). Imported only in the benchmark environment."""
+Optuna (TPE + HyperbandPruner), Ray Tune (ASHA; async HyperBand with 3 brackets), Syne Tune
+(ASHA; BOHB; ASHA with a CQR or BORE model per rung) and DEHB (ask/tell). Imported only in
+the benchmark environment."""
 
 from __future__ import annotations
 
@@ -120,17 +121,22 @@ class RayPolicy:
 
 
 class SynePolicy:
-    """Syne Tune's ASHA (random search) or BOHB (ASHA with a KDE searcher), as its Tuner
-    calls them: suggest, on_trial_add, on_trial_result, on_trial_remove / on_trial_complete."""
+    """Syne Tune's ASHA (random search), BOHB (ASHA with a KDE searcher), ASHA-CQR (conformal
+    quantile regression on each rung's results) or ASHA-BORE (density-ratio classification),
+    as its Tuner calls them: suggest, on_trial_add, on_trial_result, on_trial_remove /
+    on_trial_complete."""
+
+    KINDS = ("ASHA", "BOHB", "ASHA-CQR", "ASHA-BORE")
 
     def __init__(self, seed: int, kind: str) -> None:
         from syne_tune.backend.trial_status import Trial
-        from syne_tune.optimizer.baselines import ASHA, BOHB
+        from syne_tune.optimizer.baselines import ASHA, ASHABORE, ASHACQR, BOHB
 
         np.random.seed(seed)  # its bracket draw, as Ray's
         self._trial_type = Trial
         space = syne_space()
-        scheduler_type = {"ASHA": ASHA, "BOHB": BOHB}[kind]
+        schedulers = {"ASHA": ASHA, "BOHB": BOHB, "ASHA-CQR": ASHACQR, "ASHA-BORE": ASHABORE}
+        scheduler_type = schedulers[kind]
         self.scheduler = scheduler_type(
             space,
             metric=METRIC,
@@ -175,3 +181,72 @@ class SynePolicy:
             self.scheduler.on_trial_remove(handle)
         else:
             self.scheduler.on_trial_complete(handle, {"epoch": epoch, METRIC: value})
+
+
+def dehb_space(seed: int) -> Any:
+    """LCBench's seven hyperparameters as a ConfigSpace space, each on its own scale."""
+    from ConfigSpace import (
+        ConfigurationSpace,
+        UniformFloatHyperparameter,
+        UniformIntegerHyperparameter,
+    )
+
+    space = ConfigurationSpace(seed=seed)
+    for name, (low, high, integer, log) in SPACE.items():
+        if integer:
+            hyperparameter: Any = UniformIntegerHyperparameter(name, int(low), int(high), log=log)
+        else:
+            hyperparameter = UniformFloatHyperparameter(name, low, high, log=log)
+        space.add_hyperparameter(hyperparameter)
+    return space
+
+
+def _levels_below(top: int, bottom: int) -> int:
+    """The fewest steps of REDUCTION from `bottom` that reach `top` or past it."""
+    levels = 0
+    while bottom * REDUCTION**levels < top:
+        levels += 1
+    return levels
+
+
+class DEHBPolicy:
+    """DEHB (Awad et al. 2021) through its ask/tell interface: each job is a configuration
+    and a fidelity; it trains from scratch to that many epochs (rounded up) and its value
+    there is told back. DEHB minimises, so it is told the value's negative; its cost is the
+    epochs run. Its files (state, incumbent, log) go to a folder that is removed."""
+
+    def __init__(self, seed: int, folder: str) -> None:
+        from dehb import DEHB
+        from loguru import logger
+
+        space = dehb_space(seed)
+        self.dehb = DEHB(
+            cs=space,
+            dimensions=len(space.get_hyperparameters()),
+            # DEHB spaces its fidelities down from the maximum by eta and drops a level that
+            # would fall below the minimum: 52/27 gives 1.9, 5.8, 17.3 and 52, run to 2, 6,
+            # 18 and 52 epochs, the rungs the other methods' ASHA has (MIN_RESOURCE=2 gave
+            # none at 2).
+            min_fidelity=EPOCHS / REDUCTION ** _levels_below(EPOCHS, MIN_RESOURCE),
+            max_fidelity=EPOCHS,
+            eta=REDUCTION,
+            seed=seed,
+            n_workers=1,
+            output_path=folder,
+            save_freq="end",  # only run() saves at its end: never, asked and told
+        )
+        logger.remove()  # its sinks: a WARNING line per run on stdout, and a log file
+        self.jobs: dict[int, tuple[dict[str, Any], int]] = {}
+
+    def suggest(self) -> tuple[int, dict[str, object]]:
+        job = self.dehb.ask()
+        number = len(self.jobs)
+        self.jobs[number] = (job, int(np.ceil(job["fidelity"] - 1e-9)))
+        return number, dict(job["config"].get_dictionary())
+
+    def on_report(self, trial: int, epoch: int, value: float) -> bool:
+        return epoch < self.jobs[trial][1]
+
+    def on_end(self, trial: int, epoch: int, value: float, stopped: bool) -> None:
+        job, _ = self.jobs[trial]
+        self.dehb.tell(job, {"fitness": -value, "cost": float(epoch)})

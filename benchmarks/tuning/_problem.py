@@ -69,9 +69,37 @@ ALL_TASKS = (
 TASK_SETS = {"first": TASKS, "other": OTHER_TASKS, "all": ALL_TASKS}
 METRIC = "val_accuracy"  # percent, maximised
 MIN_RESOURCE = FIRST_EPOCH  # every method's first rung: the first epoch that ranks anything
-WORKERS = 4  # trials at once, one worker each
-COSTS = ClusterCosts(start_seconds=2.0)  # every method pays the same start-up per trial
-BUDGET_FULL_TRIALS = 10  # per worker: the budget is this many median-length full trials
+
+
+@dataclass(frozen=True)
+class Setting:
+    """How a run is timed: trials at once (one worker each), the budget in median-length full
+    trials per worker, and the start-up every method pays per trial."""
+
+    name: str
+    workers: int
+    budget_full_trials: float
+    start_seconds: float
+
+    @property
+    def suffix(self) -> str:
+        """What the results files' names end with ("" for the committed setting)."""
+        return "" if self == COMMITTED else f"_{self.name}"
+
+    def sentence(self) -> str:
+        return (
+            f"{self.workers} trials at a time, a budget of {self.budget_full_trials:g} "
+            f"median-length full trials per worker, {self.start_seconds:g} s start-up per trial"
+        )
+
+
+COMMITTED = Setting("committed", workers=4, budget_full_trials=10, start_seconds=2.0)
+# Wider and shorter, with a dearer start (issue 52): settings none of the methods was tuned to.
+WIDE = Setting("wide", workers=8, budget_full_trials=5, start_seconds=10.0)
+SETTINGS = {setting.name: setting for setting in (COMMITTED, WIDE)}
+WORKERS = COMMITTED.workers  # the other LCBench benchmarks run at the committed setting
+COSTS = ClusterCosts(start_seconds=COMMITTED.start_seconds)
+BUDGET_FULL_TRIALS = COMMITTED.budget_full_trials
 
 
 @dataclass(frozen=True)
@@ -79,17 +107,30 @@ class Task:
     name: str
     source: LCBenchSurrogate
     budget_seconds: float  # simulated wall time
+    setting: Setting = COMMITTED
+    first_rung_seconds: float = 0.0  # the median simulated time to MIN_RESOURCE, start-up included
 
     def curve(self, config: dict[str, object]) -> Curve:
         return self.source.curve(config, 1)
 
 
-def load_task(name: str) -> Task:
-    """The budget: BUDGET_FULL_TRIALS median-length full trials (200 random configurations)."""
-    source = LCBenchSurrogate(YAHPO_DATA, name, COSTS)
+def load_task(name: str, setting: Setting = COMMITTED) -> Task:
+    """The budget: the setting's median-length full trials per worker (over 200 random
+    configurations, which also give the median time to the first rung)."""
+    source = LCBenchSurrogate(YAHPO_DATA, name, ClusterCosts(start_seconds=setting.start_seconds))
     rng = np.random.default_rng(12345)
-    lengths = [source.curve(random_config(rng), 1).ends_at for _ in range(200)]
-    return Task(name, source, BUDGET_FULL_TRIALS * statistics.median(lengths))
+    curves = [source.curve(random_config(rng), 1) for _ in range(200)]
+    first_rung = [
+        next(point.seconds for point in curve.points if point.step >= MIN_RESOURCE)
+        for curve in curves
+    ]
+    return Task(
+        name,
+        source,
+        setting.budget_full_trials * statistics.median(curve.ends_at for curve in curves),
+        setting,
+        statistics.median(first_rung),
+    )
 
 
 def stream_seed(task: str, replicate: int) -> int:

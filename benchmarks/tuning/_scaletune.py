@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.tuning._problem import EPOCHS, METRIC, MIN_RESOURCE, SPACE, WORKERS, Task
+from benchmarks.tuning._problem import EPOCHS, METRIC, MIN_RESOURCE, SPACE, Task
 from benchmarks.tuning._simulator import Trajectory
 from scaletune.simulation import simulate_tuning
 from scaletune.spec import TuningJobSpec, tuning_spec_from_dict
@@ -87,11 +87,11 @@ def tuning_spec(strategy: str, task: Task, seed: int) -> TuningJobSpec:
 
 
 def budget_and_trials(task: Task, seed: int) -> dict[str, Any]:
-    """What every LCBench tuning job shares: the time budget, WORKERS trials at a time, the
+    """What every LCBench tuning job shares: the time budget, the setting's trials at a time, the
     seed, and trials that stand for the task's curves."""
     return {
         "max_jobs": 10_000,  # the budget is time
-        "max_parallel_jobs": WORKERS,
+        "max_parallel_jobs": task.setting.workers,
         "max_runtime_seconds": task.budget_seconds,
         "seed": seed,
         "training": {

@@ -37,7 +37,7 @@ import numpy as np
 from benchmarks._report import paired_interval, write
 from benchmarks.tuning._lcbench_results import CHECKPOINTS, RANDOM_PROPOSALS, at
 from benchmarks.tuning._optuna_lastvalue import OptunaLastValueSearcher
-from benchmarks.tuning._problem import ALL_TASKS
+from benchmarks.tuning._problem import ALL_TASKS, COMMITTED
 from scaletune.tuning._lastvalue import LastValueSearcher
 
 # The old default trailed random proposals there (tuning_lcbench_trailing.md at aa08e9e,
@@ -92,9 +92,10 @@ def _one(job: tuple[str, str, int]) -> dict[str, Any]:
 
     arm, task, seed = job
     if arm == RANDOM_PROPOSALS:
-        return run._one(job)
+        return run._one((arm, task, seed, COMMITTED.name))
     with _searcher_of(arm):
-        record = run._one((RANDOM_PROPOSALS, task, seed))  # the default's spec, this searcher
+        # the default's spec, this searcher
+        record = run._one((RANDOM_PROPOSALS, task, seed, COMMITTED.name))
     return {**record, "method": arm}
 
 

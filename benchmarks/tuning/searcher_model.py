@@ -44,6 +44,7 @@ from benchmarks._report import RESULTS
 from benchmarks.tuning._lcbench_results import at
 from benchmarks.tuning._optuna_lastvalue import OptunaLastValueSearcher
 from benchmarks.tuning._problem import ALL_TASKS, SPACE, stream_seed, streams_sentence
+from benchmarks.tuning._problem import COMMITTED as COMMITTED_SETTING
 from scaletune.spec import ObjectiveType, Range
 from scaletune.tuning._lastvalue import LastValueSearcher
 from scaletune.tuning._searchers import Config, to_samples
@@ -153,7 +154,8 @@ def _one(job: tuple[str, str, int]) -> dict[str, Any]:
 
     arm, task, seed = job
     with _searcher_of(arm):
-        record = run._one(("ASHA", task, seed))  # the default's spec, this arm's searcher
+        # the default's spec, this arm's searcher
+        record = run._one(("ASHA", task, seed, COMMITTED_SETTING.name))
     return {**record, "method": arm}
 
 
