@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import random
 import socket
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from scaletune.worker import Rendezvous
@@ -23,14 +25,50 @@ FREE_WAIT_SECONDS = 5.0
 log = logging.getLogger(__name__)
 
 
-def free_port(host: str = LOOPBACK) -> int:
+# Ports below this are services' and Ray's (its workers take 10002-19999 by default).
+LOWEST_PORT = 20_000
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+PICKS = 50
+
+
+def free_port(host: str = LOOPBACK, rng: random.Random | None = None) -> int:
     """A port free on `host`, and on every other interface too: some programs bind all of
     them (LightGBM's network binds 0.0.0.0), and a port another process holds on another
-    address would fail them. Between this probe and their bind it may still be taken: such
-    a failure is an infrastructure fault, mended by a retry with fresh ports."""
+    address would fail them.
+
+    Between this probe and their bind it may still be taken. The kernel hands out the
+    ephemeral range to every outgoing connection as its source port, and a suite or a
+    cluster makes thousands (Ray, PostgreSQL, HTTP), so a port from there may be taken by
+    one within seconds. Where the range is known (Linux), the port is picked at random
+    below it instead, where only another explicit bind can take it. A bind that still
+    fails is an infrastructure fault, mended by a retry with fresh ports."""
+    low = _ephemeral_low()
+    if low is not None and low - LOWEST_PORT >= 1_000:
+        pick = rng or random.SystemRandom()
+        for _ in range(PICKS):
+            port = pick.randrange(LOWEST_PORT, low)
+            if _bindable(port):
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("0.0.0.0", 0))
         return int(probe.getsockname()[1])
+
+
+def _ephemeral_low() -> int | None:
+    """The first port of the kernel's ephemeral range, where it says."""
+    try:
+        return int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+        return True
 
 
 def _start_xgboost_tracker(world_size: int, host: str, attempts: int = 5) -> tuple[Any, int]:

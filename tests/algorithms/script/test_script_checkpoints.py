@@ -44,7 +44,9 @@ def test_a_script_example_resumes_from_its_own_checkpoint(
     record = _run(session, spec, programs.script_rank1_killed_after_two_checkpoints)
 
     assert record.status is JobStatus.COMPLETED, record.failure_reason
-    first, second = session.store.attempts.of(record.id)
+    attempts = session.store.attempts.of(record.id)
+    assert len(attempts) == 2, [(attempt.status, attempt.reason) for attempt in attempts]
+    first, second = attempts
     assert first.reason == "worker 1 exited unexpectedly (killed by SIGKILL)"
     assert first.checkpoint_step is not None and first.checkpoint_step >= 2
     assert second.resumed_from_step is not None and second.resumed_from_step >= 2
