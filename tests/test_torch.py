@@ -63,6 +63,35 @@ def test_one_process_without_accumulation_steps_at_its_own_rate() -> None:
     assert optimizer.step() == 1.0 and optimizer.progress == 1.0
 
 
+def test_the_gain_is_measured_every_few_steps_and_held_between() -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    optimizer = AdaScale(
+        torch.optim.SGD(model.parameters(), lr=0.1), model, accumulation_steps=2, measure_every=3
+    )
+    gains, hooked = [], []
+    for _ in range(7):
+        hooked.append(any(p._backward_hooks for p in model.parameters()))
+        optimizer.zero_grad()
+        for _ in range(2):
+            features, labels = torch.randn(4, 4), torch.randint(0, 3, (4,))
+            (functional.cross_entropy(model(features), labels) / 2).backward()  # type: ignore[no-untyped-call]
+        gains.append(optimizer.step())
+    assert hooked == [True, False, False, True, False, False, True]  # hooks only when measured
+    assert gains[0] == gains[1] == gains[2] and gains[3] == gains[4] == gains[5]
+    assert len({gains[0], gains[3], gains[6]}) == 3  # each measurement moved it
+    resumed = AdaScale(
+        torch.optim.SGD(model.parameters(), lr=0.1), model, accumulation_steps=2, measure_every=3
+    )
+    state = optimizer.state_dict()
+    optimizer.close()
+    resumed.load_state_dict(state)  # 7 steps made: the next (7 % 3 = 1) is not measured
+    assert not any(p._backward_hooks for p in model.parameters())
+    resumed.close()
+    with pytest.raises(ValueError, match="measure_every=0 must be at least 1"):
+        AdaScale(torch.optim.SGD(model.parameters(), lr=0.1), model, measure_every=0)
+
+
 def test_a_ddp_script_with_adascale_runs_on_two_workers(session: Session) -> None:
     spec = load_training_spec(EXAMPLES / "script-ddp-adascale.toml", ["hyperparameters.epochs=3"])
     record = run_job(session, spec)

@@ -1,6 +1,7 @@
 """What measuring the gradient noise costs a training update: 2-worker all-reduce on MNIST
 (the experiment's MLP), never measured, measured every 16th update (the noise scale's
-default) and every update (AdaScale's gain), in rotating order.
+default), AdaScale's gain measured on every update (its default) and every 8th, in rotating
+order.
 
 A run's time per update is taken between its first and last epoch reports on rank 0 (start-up
 and the first epoch left out), over the updates made in between: AdaScale's epochs are one
@@ -23,7 +24,8 @@ from scaletune.experiment._plans import DNN_NAIVE
 ARMS: dict[str, dict[str, Any]] = {
     "never": {"gns_every_updates": 0},
     "every 16th update (noise scale)": {"gns_every_updates": 16},
-    "every update (adascale)": {"lr_scaling": "adascale"},
+    "adascale, gain every update (default)": {"lr_scaling": "adascale"},
+    "adascale, gain every 8th update": {"lr_scaling": "adascale", "adascale_every_updates": 8},
 }
 
 
@@ -76,8 +78,9 @@ def main() -> None:
 {args.workers} workers (gloo, 2 cores), MNIST MLP 784-128-10, batch 64 a worker, {args.epochs}
 epochs, {args.rounds} rounds in rotating order. A measurement: hooks on the parameters add each
 micro-batch's squared gradient norm, one more squared norm of the averaged gradient, and one
-all-reduce of one number. The ratio is the geometric mean of the ratios within rounds, with a
-95 % BCa bootstrap interval.
+all-reduce of one number; between AdaScale's measurements the hooks are off and the last gain
+is taken. The ratio is the geometric mean of the ratios within rounds, with a 95 % BCa
+bootstrap interval.
 """
     write(
         "convergence_adascale_cost",

@@ -30,7 +30,8 @@ ONE_WORKER = {k: v for k, v in DNN_NAIVE.items() if k not in ("model", "epochs")
 METHODS: dict[str, dict[str, Any]] = {
     "none": {"lr_scaling": "none"},
     "linear + 1 warm-up epoch": {"lr_scaling": "linear", "warmup_epochs": 1},
-    "adascale": {"lr_scaling": "adascale"},
+    "adascale": {"lr_scaling": "adascale"},  # its gain measured on every update
+    "adascale, gain every 8th update": {"lr_scaling": "adascale", "adascale_every_updates": 8},
 }
 
 
@@ -98,7 +99,15 @@ def main() -> None:
         type=Path,
         nargs="*",
         default=[],
-        help="results files of earlier runs (other seeds) to report with these",
+        help="results files of earlier runs (other seeds, other methods) to report with these; "
+        "a run made again replaces its earlier one",
+    )
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        choices=list(METHODS),
+        default=list(METHODS),
+        help="run only these (the one-worker baseline runs with 'none')",
     )
     args = parser.parse_args()
     channel = {"dataset": "mnist", "dataset_file": str(args.data)}
@@ -111,7 +120,8 @@ def main() -> None:
             epochs = args.epochs if model == "mlp" else args.cnn_epochs
             for seed in args.seeds:
                 for workers in args.sizes:
-                    for method in METHODS if workers > 1 else ["none"]:
+                    chosen = args.methods if workers > 1 else ["none"]
+                    for method in [m for m in chosen if m in args.methods]:
                         result = _train(
                             session,
                             Run(model, workers, method, seed),
@@ -128,8 +138,15 @@ def main() -> None:
                         result["epochs"] = epochs
                         runs.append(result)
                         print(result, flush=True)
+    runs = _latest(runs)
     args.seeds = sorted({run["seed"] for run in runs})
     _report(args, runs)
+
+
+def _latest(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs, each (model, N, method, seed) once: the last made (earlier files first)."""
+    latest = {(r["model"], r["workers"], r["method"], r["seed"]): r for r in runs}
+    return list(latest.values())
 
 
 def _report(args: argparse.Namespace, runs: list[dict[str, Any]]) -> None:

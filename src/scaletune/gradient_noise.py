@@ -18,13 +18,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 Estimates = tuple[float, float] | None  # |G|^2 and tr(Sigma), smoothed: what a checkpoint keeps
+DECAY = 0.95  # each estimate's moving average, per measurement
+# AdaScale's gain is measured on every this many updates by default, the last one taken
+# between. Sampled, the estimates either average fewer measurements (noisier: a noisy |G|^2
+# biases the gain up) or lag (the gain comes too low, and the job takes more updates): in the
+# scale-out benchmark both held less well than measuring every update.
+ADASCALE_MEASURE_EVERY = 1
 
 
 @dataclass
 class GradientNoiseScale:
     small_batch: int
     big_batch: int
-    decay: float = 0.95  # exponential moving average of each estimate
+    decay: float = DECAY  # exponential moving average of each estimate
     _true_sq: float | None = None
     _trace: float | None = None
 

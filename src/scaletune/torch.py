@@ -15,7 +15,8 @@ Each step takes the learning rate the optimiser's groups hold (set them from `pr
 worker's updates, to schedule in one worker's terms) times AdaScale's gain r in [1, S], S
 the gradients of one worker's batch averaged per step (workers x accumulated micro-batches).
 The gain comes from each micro-batch's own gradient (a hook on each parameter, before DDP
-averages it) and the averaged one (`.grad`), plus one all-reduce of one number a step. With
+averages it) and the averaged one (`.grad`), plus one all-reduce of one number, on every
+`measure_every`-th step (every step by default; the steps between take the last gain). With
 accumulation, divide each micro-batch's loss by `accumulation_steps`, as usual.
 
 `MicroBatchNorms` is that measurement, which the built-in classifier uses too. `agreed` is how
@@ -30,7 +31,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from scaletune.gradient_noise import GradientNoiseScale
+from scaletune.gradient_noise import ADASCALE_MEASURE_EVERY, GradientNoiseScale
 
 
 class MicroBatchNorms:
@@ -45,36 +46,52 @@ class MicroBatchNorms:
     """
 
     def __init__(self, model: nn.Module, micro_batches: int) -> None:
-        self.active = False
         # Each micro-batch's loss is divided by their count, so that their gradients sum to
         # the mean: its own gradient is m times what the hook sees.
         self._scale = float(micro_batches) ** 2
         self._sum = torch.zeros((), dtype=torch.float64)
         self._parameters = [p for p in model.parameters() if p.requires_grad]
-        self._handles: list[RemovableHandle] = [
-            p.register_hook(self._add)  # type: ignore[no-untyped-call]  # untyped in torch
-            for p in self._parameters
-        ]
+        # The hooks are on the parameters only while measuring: a backward pass that is not
+        # measured calls none (a hook that returns at once still costs a call per tensor).
+        self._handles: list[RemovableHandle] = []
+
+    @property
+    def active(self) -> bool:
+        """Whether the coming backward passes are measured."""
+        return bool(self._handles)
+
+    @active.setter
+    def active(self, measuring: bool) -> None:
+        if measuring and not self._handles:
+            self._handles = [
+                p.register_hook(self._add)  # type: ignore[no-untyped-call]  # untyped in torch
+                for p in self._parameters
+            ]
+        elif not measuring:
+            self.close()
 
     def _add(self, grad: torch.Tensor) -> None:
-        if self.active:
-            self._sum += grad.detach().double().pow(2).sum().cpu()
+        flat = grad.detach().reshape(-1)
+        # A dot product in the gradient's own precision (float32), summed in float64: as
+        # exact as the float64 squares it replaces, at a fraction of their cost.
+        self._sum += float(torch.dot(flat, flat))
 
     def take(self) -> tuple[float, float]:
         """This worker's micro-batch gradients' squared norms summed, and the averaged
         gradient's squared norm; the sum starts again from zero."""
         local = float(self._sum) * self._scale
         self._sum.zero_()
-        averaged = sum(
-            float(p.grad.detach().double().pow(2).sum())
-            for p in self._parameters
-            if p.grad is not None
-        )
+        averaged = 0.0
+        for p in self._parameters:
+            if p.grad is not None:
+                flat = p.grad.detach().reshape(-1)
+                averaged += float(torch.dot(flat, flat))
         return local, averaged
 
     def close(self) -> None:
         for handle in self._handles:
             handle.remove()
+        self._handles = []
 
 
 class AdaScale:
@@ -87,11 +104,16 @@ class AdaScale:
         *,
         accumulation_steps: int = 1,
         world_size: int | None = None,
+        measure_every: int = ADASCALE_MEASURE_EVERY,
     ) -> None:
         """`model`: the network whose parameters `optimizer` steps (the DDP module or the
-        one it wraps); `world_size`: the process group's, by default."""
+        one it wraps); `world_size`: the process group's, by default; `measure_every`: the
+        steps between measurements of the gain (1: every step), the last one measured taken
+        between."""
         if accumulation_steps < 1:
             raise ValueError(f"accumulation_steps={accumulation_steps} must be at least 1")
+        if measure_every < 1:
+            raise ValueError(f"measure_every={measure_every} must be at least 1")
         if world_size is None:
             world_size = dist.get_world_size() if dist.is_initialized() else 1
         self.optimizer = optimizer
@@ -100,8 +122,10 @@ class AdaScale:
         # The gain depends on the batch sizes' ratio alone: one micro-batch is the unit.
         self._noise = GradientNoiseScale(1, self._scale) if self._scale > 1 else None
         self._norms = MicroBatchNorms(model, accumulation_steps) if self._noise else None
+        self._every = measure_every
+        self._steps = 0
         if self._norms is not None:
-            self._norms.active = True
+            self._norms.active = True  # the first step is measured
         self.progress = 0.0  # one worker's updates made: the sum of the gains
 
     @property
@@ -118,9 +142,11 @@ class AdaScale:
         self.optimizer.zero_grad(set_to_none=set_to_none)
 
     def step(self) -> float:
-        """Measures the gain from this step's gradients, steps at lr x gain (the groups' own
-        rates are left as they were) and returns the gain."""
-        if self._noise is not None and self._norms is not None:
+        """Measures the gain from this step's gradients (on every `measure_every`-th step,
+        the first included), steps at lr x gain (the groups' own rates are left as they
+        were) and returns the gain. Every rank measures the same steps: each takes part in
+        the measurement's all-reduce."""
+        if self._noise is not None and self._norms is not None and self._norms.active:
             local, averaged = self._norms.take()
             summed = torch.tensor([local], dtype=torch.float64)
             if self._world_size > 1:
@@ -136,6 +162,9 @@ class AdaScale:
             for group, rate in zip(self.optimizer.param_groups, rates, strict=True):
                 group["lr"] = rate
         self.progress += gain
+        self._steps += 1
+        if self._norms is not None:
+            self._norms.active = self._steps % self._every == 0
         return gain
 
     def state_dict(self) -> dict[str, Any]:
@@ -144,6 +173,7 @@ class AdaScale:
             "optimizer": self.optimizer.state_dict(),
             "progress": self.progress,
             "estimates": None if noise is None else noise.estimates,
+            "steps": self._steps,  # where the measuring schedule is
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -151,6 +181,9 @@ class AdaScale:
         self.progress = float(state["progress"])
         if self._noise is not None:
             self._noise.restore(state.get("estimates"))
+        self._steps = int(state.get("steps", 0))  # a state from before sampling: 0
+        if self._norms is not None:
+            self._norms.active = self._steps % self._every == 0
 
     def close(self) -> None:
         """Removes the hooks from the model's parameters."""

@@ -11,8 +11,14 @@ import torch.nn.functional as functional
 
 from scaletune.algorithms.dnn import DNNHyperparameters, GradientNoiseScale, LearningRateSchedule
 from scaletune.algorithms.dnn._checkpoint import Position
-from scaletune.algorithms.dnn._pace import AdaScalePace, FixedPace, pace_for
+from scaletune.algorithms.dnn._pace import (
+    AdaScalePace,
+    FixedPace,
+    measures_noise,
+    pace_for,
+)
 from scaletune.algorithms.dnn._schedule import ConstantDecay, CosineDecay, StepDecay
+from scaletune.gradient_noise import ADASCALE_MEASURE_EVERY
 from scaletune.torch import MicroBatchNorms
 
 
@@ -135,6 +141,36 @@ def test_micro_batch_norms_see_each_micro_batchs_own_gradient() -> None:
     assert local == pytest.approx(expected_local, rel=1e-5)
     assert averaged == pytest.approx(float(((first + second) / 2).pow(2).sum()), rel=1e-5)
     assert not math.isclose(local / 2, averaged)  # the micro-batches disagree: noise
+
+
+def test_adascale_measures_every_update_or_every_kth_from_its_first_the_noise_scale_16th() -> None:
+    adascale = DNNHyperparameters(lr_scaling="adascale")
+    assert adascale.adascale_every_updates == ADASCALE_MEASURE_EVERY == 1
+    assert all(measures_noise(adascale, u) for u in range(5))
+    sampled = DNNHyperparameters(lr_scaling="adascale", adascale_every_updates=8)
+    assert [u for u in range(40) if measures_noise(sampled, u)] == [0, 8, 16, 24, 32]
+    noise_scale = DNNHyperparameters()  # the noise scale alone, a metric
+    assert [u for u in range(40) if measures_noise(noise_scale, u)] == [15, 31]
+    assert not any(measures_noise(DNNHyperparameters(gns_every_updates=0), u) for u in range(40))
+    with pytest.raises(ValueError, match="adascale_every_updates"):
+        DNNHyperparameters(lr_scaling="adascale", adascale_every_updates=0)
+
+
+def test_micro_batch_norms_hook_the_parameters_only_while_measuring() -> None:
+    model = torch.nn.Linear(4, 3)
+    norms = MicroBatchNorms(model, micro_batches=1)
+    assert not any(p._backward_hooks for p in model.parameters())
+    model(torch.randn(2, 4)).sum().backward()
+    assert norms.take()[0] == 0.0  # not measured
+    norms.active = True
+    norms.active = True  # once: not hooked twice
+    assert all(len(p._backward_hooks or {}) == 1 for p in model.parameters())
+    model.zero_grad()
+    model(torch.randn(2, 4)).sum().backward()
+    local, averaged = norms.take()
+    assert local == pytest.approx(averaged, rel=1e-6) and local > 0  # one micro-batch
+    norms.active = False
+    assert not any(p._backward_hooks for p in model.parameters())
 
 
 def test_adascale_is_for_sgd() -> None:

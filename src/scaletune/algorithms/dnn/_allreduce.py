@@ -26,7 +26,7 @@ from ._common import (
     restore_optimizer,
     set_learning_rate,
 )
-from ._pace import Pace, is_adaptive, noise_estimate, pace_for
+from ._pace import Pace, is_adaptive, measure_every, measures_noise, noise_estimate, pace_for
 from ._run import DNNRun
 
 # Ranks agree on stopping every this many updates (one tiny all-reduce), and at each epoch's end.
@@ -64,19 +64,9 @@ def _process_group(run: DNNRun) -> Iterator[None]:
 
 def _noise_estimate(run: DNNRun) -> GradientNoiseScale | None:
     """The noise estimates, where AdaScale or the noise scale wants them."""
-    hyperparameters = run.hyperparameters
-    if hyperparameters.gns_every_updates == 0 and not is_adaptive(hyperparameters):
+    if measure_every(run.hyperparameters) == 0:
         return None
-    return noise_estimate(hyperparameters, run.ctx.world_size)
-
-
-def _measuring(run: DNNRun, update: int) -> bool:
-    """AdaScale's gain is taken at every update; the noise scale alone is sampled."""
-    hyperparameters = run.hyperparameters
-    if is_adaptive(hyperparameters):
-        return True
-    every = hyperparameters.gns_every_updates
-    return every > 0 and (update + 1) % every == 0
+    return noise_estimate(run.hyperparameters, run.ctx.world_size)
 
 
 def _measure(norms: MicroBatchNorms, noise: GradientNoiseScale, world_size: int) -> None:
@@ -110,7 +100,7 @@ def _train(run: DNNRun) -> tuple[nn.Module, int]:
     while reached < pace.epochs:
         epoch = position.epoch
         for index, micro_batches, seen in plan.walk(run.train, position):
-            measuring = norms is not None and _measuring(run, update)
+            measuring = norms is not None and measures_noise(hyperparameters, update)
             if norms is not None:
                 norms.active = measuring
             for position_in_update, rows in enumerate(micro_batches):

@@ -7,6 +7,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from scaletune.gradient_noise import ADASCALE_MEASURE_EVERY
+
 
 class Architecture(StrEnum):
     MLP = "mlp"  # one hidden layer of `hidden_units`, ReLU
@@ -23,8 +25,8 @@ class LearningRateScaling(StrEnum):
 
     `linear` is Goyal et al.'s rule for SGD (lr x N, with warm-up); `sqrt` keeps the gradient
     noise per unit of progress constant (lr x sqrt N), the usual choice for Adam. `adascale`
-    (Johnson et al. 2020, SGD) measures the gain at every update from the gradient noise, and
-    counts epochs as one worker's (`_adascale`)."""
+    (Johnson et al. 2020, SGD) measures the gain from the gradient noise (every
+    `adascale_every_updates`-th update) and counts epochs as one worker's (`_pace`)."""
 
     NONE = "none"
     LINEAR = "linear"
@@ -85,7 +87,14 @@ class DNNHyperparameters(BaseModel):
         ge=0,
         le=1_000_000,
         description="sample the gradient noise scale on every this many updates (0: never); "
-        "lr_scaling='adascale' samples every update, as its gain needs",
+        "with lr_scaling='adascale', adascale_every_updates sets it",
+    )
+    adascale_every_updates: int = Field(
+        default=ADASCALE_MEASURE_EVERY,
+        ge=1,
+        le=10_000,
+        description="lr_scaling='adascale': measure the gain on every this many updates and "
+        "step at the last one measured between (1: every update)",
     )
     num_classes: int | None = Field(
         default=None, ge=2, le=100_000, description="from the data's labels when not given"

@@ -153,6 +153,23 @@ def noise_estimate(hyperparameters: DNNHyperparameters, workers: int) -> Gradien
     return GradientNoiseScale(batch, batch * micro_batches)
 
 
+def measure_every(hyperparameters: DNNHyperparameters) -> int:
+    """The updates between two measurements of the noise: AdaScale's setting where the gain
+    steers the rate, else the noise scale's sampling (0: never)."""
+    if is_adaptive(hyperparameters):
+        return hyperparameters.adascale_every_updates
+    return hyperparameters.gns_every_updates
+
+
+def measures_noise(hyperparameters: DNNHyperparameters, update: int) -> bool:
+    """Whether update `update` (0 the first) is measured. AdaScale measures its first, so that
+    the gain is known from then on; the noise scale alone is sampled at the end of a span."""
+    every = measure_every(hyperparameters)
+    if is_adaptive(hyperparameters):
+        return update % every == 0
+    return every > 0 and (update + 1) % every == 0
+
+
 def pace_for(
     hyperparameters: DNNHyperparameters, workers: int, train_rows: int, updates_per_epoch: int
 ) -> Pace:
