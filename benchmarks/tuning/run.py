@@ -64,6 +64,7 @@ from benchmarks.tuning._simulator import Trajectory, run_policy
 
 Job = tuple[str, str, int, str]  # method, task, replicate, setting
 PROGRESS = RESULTS / "in-progress"
+PART = "part way"  # how the note of a file written with --partial begins
 
 
 @functools.cache
@@ -228,10 +229,16 @@ def main() -> None:
         earlier = json.loads((RESULTS / f"{name}.json").read_text())
         # a command run again replaced its own runs: it stands once, last
         before = [part for part in earlier["command"].split("` then `") if part != command]
-        command, note = "` then `".join([*before, command]), earlier.get("note")
+        # a file written part way said so; once --fill has run every job, it no longer is
+        notes = [
+            n
+            for n in (earlier.get("note") or "").split("; ")
+            if n and not (args.fill and n.startswith(PART))
+        ]
+        command, note = "` then `".join([*before, command]), "; ".join(notes) or None
     if args.partial:
         seeds = sorted({run["seed"] for run in runs})
-        partial = f"part way: seeds {', '.join(map(str, seeds))} of the command's"
+        partial = f"{PART}: seeds {', '.join(map(str, seeds))} of the command's"
         note = f"{note}; {partial}" if note else partial
     write(runs, summarize(runs), name, provenance(command, wall, note))
     if not args.partial:
@@ -251,8 +258,8 @@ def _whole_seeds(runs: list[dict[str, Any]], jobs: list[Job]) -> list[dict[str, 
 
 class _Progress:
     """Finished runs of one results file, one JSON line each, so that a command stopped part
-    way goes on where it was when run again. Its first line names the command and the wall
-    time spent so far."""
+    way goes on where it was when run again. Before each run, a line names the command and
+    the wall time it took since the one before."""
 
     def __init__(self, name: str, command: str) -> None:
         self.path = PROGRESS / f"{name}.jsonl"
@@ -285,7 +292,9 @@ class _Progress:
 
 
 def _command() -> str:
-    return ("python -m benchmarks.tuning.run " + shlex.join(sys.argv[1:])).strip()
+    """This command as the results name it (--partial only writes what another run made)."""
+    arguments = [argument for argument in sys.argv[1:] if argument != "--partial"]
+    return ("python -m benchmarks.tuning.run " + shlex.join(arguments)).strip()
 
 
 def _write_pooled(names: list[str], name: str) -> None:

@@ -5,6 +5,8 @@ environment (`make bench-test`), where their tests run."""
 
 from __future__ import annotations
 
+import json
+from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import Any
 
@@ -195,3 +197,50 @@ def test_syne_tunes_model_based_asha_stops_trials_at_its_rungs(kind: str) -> Non
     reports = len(trajectory)
     full = len(policy.trials) * (EPOCHS - MIN_RESOURCE + 1)
     assert len(policy.trials) > task.setting.workers and reports < full  # some were stopped
+
+
+@pytest.fixture(scope="module")
+def pool_helper() -> None:
+    """multiprocessing's resource tracker, which a pool starts and which lives as long as this
+    process: started before a test's leak check counts processes."""
+    resource_tracker.ensure_running()
+
+
+@pytest.mark.usefixtures("pool_helper")
+def test_a_file_written_part_way_says_so_and_fill_runs_only_what_it_lacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # onnxruntime (YAHPO's surrogate) leaves a session file in $TMPDIR when it is imported,
+    # here and in the pool's processes: theirs is a folder of this test's own
+    (tmp_path / "imports").mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "imports"))
+    pytest.importorskip("yahpo_gym", reason="yahpo-gym lives in the benchmark environment")
+    from benchmarks.tuning._problem import YAHPO_DATA
+
+    if not (YAHPO_DATA / "lcbench" / "model.onnx").is_file():
+        pytest.skip(f"{YAHPO_DATA} is missing (shared data)")
+    monkeypatch.setattr(run, "RESULTS", tmp_path)
+    monkeypatch.setattr(results, "RESULTS", tmp_path)
+    monkeypatch.setattr(run, "PROGRESS", tmp_path / "in-progress")
+    methods = (results.DEFAULT, results.TOP_K)
+    arguments = ["--tasks", "1", "--seeds", "2", "--name", "t"]
+    arguments += [argument for method in methods for argument in ("--only", method)]
+    firsts = [run._one((method, "3945", 0, "committed")) for method in methods]
+    progress = run._Progress("t", "the command")  # seed 0 ran, then a stop
+    for first in firsts:
+        progress.add(first)
+
+    monkeypatch.setattr("sys.argv", ["run", *arguments, "--partial"])
+    run.main()
+    written = json.loads((tmp_path / "t.json").read_text())
+    assert [r["seed"] for r in written["runs"]] == [0, 0]
+    assert written["note"].startswith("part way: seeds 0 ")
+    assert "--partial" not in written["command"]
+
+    (tmp_path / "in-progress" / "t.jsonl").unlink()  # another machine: only the file is left
+    monkeypatch.setattr("sys.argv", ["run", *arguments, "--fill", "--processes", "1"])
+    run.main()
+    filled = json.loads((tmp_path / "t.json").read_text())
+    assert sorted(r["seed"] for r in filled["runs"]) == [0, 0, 1, 1]
+    assert [r for r in filled["runs"] if r["seed"] == 0] == firsts  # kept, not run again
+    assert "note" not in filled and not (tmp_path / "in-progress" / "t.jsonl").exists()
