@@ -425,12 +425,18 @@ def _lead_lines(summary: dict[str, Any]) -> list[str]:
         lowest = min((m for m in regret if m != CONTROL), key=regret.__getitem__)
         ahead = row["mean"] < 0
         significant = ahead and row["wilcoxon_p"] < SIGNIFICANCE
-        verdict = "a significant lead" if significant else "ahead" if ahead else "behind"
+        verdict = (
+            f"a significant lead (p < {SIGNIFICANCE:g})"
+            if significant
+            else f"ahead, not significantly (p ≥ {SIGNIFICANCE:g})"
+            if ahead
+            else "behind"
+        )
         lines.append(
             f"- at {int(float(fraction) * 100)} %: "
             + ("the lowest mean regret" if lowest == DEFAULT else f"not the lowest ({lowest} is)")
             + f"; against the best peer, {peer}, {row['mean']:+.3f} points, p = "
-            f"{row['wilcoxon_p']:.2g}: " + verdict + f" (at p < {SIGNIFICANCE:g})."
+            f"{row['wilcoxon_p']:.2g}: " + verdict + "."
         )
     return [*lines, ""]
 

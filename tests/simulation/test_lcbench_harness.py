@@ -132,12 +132,15 @@ def test_the_summary_names_the_best_peer_and_tests_the_lead_by_wilcoxon() -> Non
     )
     row = mixed["comparisons"]["1.0"]["differences"][f"{results.DEFAULT} - DEHB"]
     assert row["mean"] < 0 and row["wilcoxon_p"] > 0.05
-    assert any("DEHB, -0.1" in line and ": ahead (" in line for line in results._lead_lines(mixed))
+    assert any(
+        "DEHB, -0.1" in line and ": ahead, not significantly" in line
+        for line in results._lead_lines(mixed)
+    )
     behind = results.summarize(
         _runs({results.DEFAULT: [90.0, 80.0, 70.0], "DEHB": [91.0, 81.0, 71.0]})
     )
     assert any(
-        "not the lowest (DEHB is)" in line and ": behind (" in line
+        "not the lowest (DEHB is)" in line and line.endswith(": behind.")
         for line in results._lead_lines(behind)
     )
     assert results._wilcoxon_p(np.zeros(5)) == 1.0
