@@ -71,27 +71,29 @@ class MicroBatchNorms:
             self.close()
 
     def _add(self, grad: torch.Tensor) -> None:
-        flat = grad.detach().reshape(-1)
-        # A dot product in the gradient's own precision (float32), summed in float64: as
-        # exact as the float64 squares it replaces, at a fraction of their cost.
-        self._sum += float(torch.dot(flat, flat))
+        self._sum += _squared_norm(grad)
 
     def take(self) -> tuple[float, float]:
         """This worker's micro-batch gradients' squared norms summed, and the averaged
         gradient's squared norm; the sum starts again from zero."""
         local = float(self._sum) * self._scale
         self._sum.zero_()
-        averaged = 0.0
-        for p in self._parameters:
-            if p.grad is not None:
-                flat = p.grad.detach().reshape(-1)
-                averaged += float(torch.dot(flat, flat))
+        averaged = sum(_squared_norm(p.grad) for p in self._parameters if p.grad is not None)
         return local, averaged
 
     def close(self) -> None:
         for handle in self._handles:
             handle.remove()
         self._handles = []
+
+
+def _squared_norm(tensor: torch.Tensor) -> float:
+    """A dot product in float32 at least (half-precision gradients are widened), summed by the
+    caller in float64: as exact as float64 squares, at a fraction of their cost."""
+    flat = tensor.detach().reshape(-1)
+    if flat.dtype in (torch.float16, torch.bfloat16):
+        flat = flat.float()
+    return float(torch.dot(flat, flat))
 
 
 class AdaScale:

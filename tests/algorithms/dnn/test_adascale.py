@@ -176,3 +176,11 @@ def test_micro_batch_norms_hook_the_parameters_only_while_measuring() -> None:
 def test_adascale_is_for_sgd() -> None:
     with pytest.raises(ValueError, match="lr_scaling='adascale' scales SGD's step"):
         DNNHyperparameters(lr_scaling="adascale", optimizer="adam")
+
+
+def test_half_precision_gradients_are_widened_before_their_squares_are_summed() -> None:
+    from scaletune.torch import _squared_norm
+
+    ones = torch.ones(70_000, dtype=torch.float16)  # their squares sum past float16's 65,504
+    assert _squared_norm(ones) == 70_000.0
+    assert _squared_norm(torch.full((3,), 0.5, dtype=torch.bfloat16)) == 0.75
