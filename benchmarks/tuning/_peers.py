@@ -201,12 +201,12 @@ def dehb_space(seed: int) -> Any:
     return space
 
 
-def _levels_below(top: int, bottom: int) -> int:
-    """The fewest steps of REDUCTION from `bottom` that reach `top` or past it."""
-    levels = 0
-    while bottom * REDUCTION**levels < top:
-        levels += 1
-    return levels
+def _reductions_between(bottom: int, top: int) -> int:
+    """The fewest reductions by REDUCTION from `top` that reach `bottom` or below it."""
+    steps = 0
+    while bottom * REDUCTION**steps < top:
+        steps += 1
+    return steps
 
 
 class DEHBPolicy:
@@ -227,7 +227,7 @@ class DEHBPolicy:
             # would fall below the minimum: 52/27 gives 1.9, 5.8, 17.3 and 52, run to 2, 6,
             # 18 and 52 epochs, the rungs the other methods' ASHA has (MIN_RESOURCE=2 gave
             # none at 2).
-            min_fidelity=EPOCHS / REDUCTION ** _levels_below(EPOCHS, MIN_RESOURCE),
+            min_fidelity=EPOCHS / REDUCTION ** _reductions_between(MIN_RESOURCE, EPOCHS),
             max_fidelity=EPOCHS,
             eta=REDUCTION,
             seed=seed,
