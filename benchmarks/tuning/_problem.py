@@ -98,8 +98,6 @@ COMMITTED = Setting("committed", workers=4, budget_full_trials=10, start_seconds
 WIDE = Setting("wide", workers=8, budget_full_trials=5, start_seconds=10.0)
 SETTINGS = {setting.name: setting for setting in (COMMITTED, WIDE)}
 WORKERS = COMMITTED.workers  # the other LCBench benchmarks run at the committed setting
-COSTS = ClusterCosts(start_seconds=COMMITTED.start_seconds)
-BUDGET_FULL_TRIALS = COMMITTED.budget_full_trials
 
 
 @dataclass(frozen=True)
