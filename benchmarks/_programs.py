@@ -103,16 +103,22 @@ def dnn_with_a_straggler(ctx: WorkerContext) -> None:
     if ctx.rank != int(rank):
         train_dnn(ctx)
         return
-    # The training loop's own name for the backward pass, swapped for this job alone.
-    loop, name = importlib.import_module("scaletune.algorithms.dnn._ps_training"), "backward"
-    backward = getattr(loop, name)
+    # The training loops' own name for the backward pass, swapped for this job alone.
+    loops = [
+        importlib.import_module(f"scaletune.algorithms.dnn.{module}")
+        for module in ("_common", "_allreduce")  # the server's and backup rounds', DDP's
+    ]
+    name = "backward"
+    backward = getattr(loops[0], name)
 
     def slowed_backward(loss: Any) -> None:
         backward(loss)
         time.sleep(float(seconds))
 
-    setattr(loop, name, slowed_backward)
+    for loop in loops:
+        setattr(loop, name, slowed_backward)
     try:
         train_dnn(ctx)
     finally:  # the process may run another job's rank next
-        setattr(loop, name, backward)
+        for loop in loops:
+            setattr(loop, name, backward)

@@ -1,14 +1,16 @@
 """One straggler among 4 workers: what each way of synchronising loses to it.
 
-MNIST MLP at one worker's settings, 4 workers on the parameter server, one of them (rank 3)
+MNIST MLP at one worker's settings, 4 workers, one of them (rank 3)
 slowed 3x: after each backward pass it waits twice the time a round takes without a
 straggler, measured first for each seed (`benchmarks._programs.dnn_with_a_straggler`).
-Compared: synchronous
-rounds (every round waits for it), asynchronous (its gradients come stale), `max_staleness
-= 2` (the others wait once 3 pushes ahead of it) and `backup_workers = 1` (each round goes
-on with the first 3 gradients, its late ones dropped); and, for scale, synchronous rounds
-without a straggler. For each: the time from the job's start to the validation accuracy the
-synchronous run with the straggler ends at (same seed), and the final accuracies.
+Compared, on the
+parameter server: synchronous rounds (every round waits for it), asynchronous (its gradients
+come stale), `max_staleness = 2` (the others wait once 3 pushes ahead of it) and
+`backup_workers = 1` (each round goes on with the first 3 gradients, its late ones dropped);
+on all-reduce: DDP's synchronous steps and `backup_workers = 1` (`_allreduce_backup`); and,
+for scale, synchronous rounds without a straggler. For each: the time from the job's start
+to the validation accuracy the synchronous run with the straggler ends at (same seed), and
+the final accuracies.
 """
 
 from __future__ import annotations
@@ -34,14 +36,23 @@ from scaletune.worker import WorkerProgram
 
 ONE_WORKER = {k: v for k, v in DNN_NAIVE.items() if k != "epochs"}
 SYNC = {"strategy": "parameter_server", "mode": "sync"}
+ALLREDUCE = {"strategy": "allreduce"}
 MODES: dict[str, dict[str, Any]] = {
     "synchronous": SYNC,
     "asynchronous": {"strategy": "parameter_server", "mode": "async"},
     "max_staleness = 2": {"strategy": "parameter_server", "mode": "async", "max_staleness": 2},
     "backup_workers = 1": {**SYNC, "backup_workers": 1},
 }
+ALLREDUCE_MODES: dict[str, dict[str, Any]] = {
+    "all-reduce": ALLREDUCE,
+    "all-reduce, backup_workers = 1": {**ALLREDUCE, "backup_workers": 1},
+}
 BASELINE = "synchronous"
+# The same updates as the server's synchronous rounds, in another order of float additions.
+ALLREDUCE_BASELINE = "all-reduce"
 NO_STRAGGLER = "synchronous, no straggler"
+# All-reduce's rounds take another time than the server's: its straggler is slowed by its own.
+ALLREDUCE_NO_STRAGGLER = "all-reduce, no straggler"
 
 
 class _WithAStraggler(DNNAlgorithm):
@@ -83,7 +94,11 @@ def _run(
 
 def _dropped(session: Session, record: TrainingJobRecord) -> float | None:
     """Gradients dropped in all (each epoch's report counts its own), None without backup."""
-    points = session.store.metrics(record.id, "ps:dropped")
+    points = [
+        point
+        for name in ("ps:dropped", "allreduce:dropped")
+        for point in session.store.metrics(record.id, name)
+    ]
     return sum(point.value for point in points) if points else None
 
 
@@ -153,6 +168,8 @@ def main() -> None:
     # The no-straggler run first: it measures the round the straggler is slowed by.
     cases: list[Case] = [(NO_STRAGGLER, SYNC, False)]
     cases += [(label, distribution, True) for label, distribution in MODES.items()]
+    cases += [(ALLREDUCE_NO_STRAGGLER, ALLREDUCE, False)]
+    cases += [(label, distribution, True) for label, distribution in ALLREDUCE_MODES.items()]
     with tempfile.TemporaryDirectory() as scratch:
         # Read by the slowed program in each worker, which inherits this environment: set
         # before the session starts its workers.
@@ -176,7 +193,12 @@ def main() -> None:
             "workers": args.workers,
             "slowdown": args.slowdown,
             "hyperparameters": ONE_WORKER,
-            "modes": {**MODES, NO_STRAGGLER: SYNC},
+            "modes": {
+                **MODES,
+                NO_STRAGGLER: SYNC,
+                **ALLREDUCE_MODES,
+                ALLREDUCE_NO_STRAGGLER: ALLREDUCE,
+            },
             "rounds_per_epoch": rounds,
             "summaries": summaries,
             "runs": runs,
@@ -189,11 +211,14 @@ def main() -> None:
 def _table(
     runs: list[dict[str, Any]], labels: list[str]
 ) -> tuple[list[list[str]], dict[str, dict[str, Any]]]:
-    target = {run["seed"]: run["validation_accuracy"] for run in runs if run["case"] == BASELINE}
+    def targets(baseline: str) -> dict[int, float]:
+        return {run["seed"]: run["validation_accuracy"] for run in runs if run["case"] == baseline}
+
+    server_target, allreduce_target = targets(BASELINE), targets(ALLREDUCE_BASELINE)
     rows = [
         [
             "mode",
-            "time to the synchronous run's accuracy (s), median",
+            "time to the synchronous run's accuracy (s), median (all-reduce: its own)",
             "reached it",
             "wall (s), median",
             "validation accuracy, mean",
@@ -204,6 +229,7 @@ def _table(
     summaries: dict[str, dict[str, Any]] = {}
     for label in labels:
         mine = [run for run in runs if run["case"] == label]
+        target = allreduce_target if label.startswith("all-reduce") else server_target
         times = [_time_to(run["curve"], target[run["seed"]]) for run in mine]
         reached = [seconds for seconds in times if seconds is not None]
         summary = {
@@ -239,25 +265,35 @@ def _table(
 NOTES = """
 One job per mode and seed (0, 1, 2), MNIST MLP 784-128-10, SGD lr 0.05, momentum 0.9, batch
 64 per worker, 5 epochs, on 2 cores. The straggler (rank 3) waits twice a round's time (as
-measured in the run without it) after each backward pass: its steps take about three rounds.
-Times are from the job's start (workers warm) to the first epoch's report at or above the
-synchronous run's final validation accuracy, same seed.
+measured in the run without it, for each strategy its own) after each backward pass: its
+steps take about three rounds. Times are from the job's start (workers warm) to the first
+epoch's report at or above the final validation accuracy of the synchronous run with the
+straggler (same seed; all-reduce's rows against all-reduce's own).
 
 What it shows:
 
-- **A straggler holds every synchronous round**: 13.7 s against 5.1 s without it (2.7x),
-  the same accuracy.
-- **`backup_workers = 1` takes its time back and keeps the quality**: 5.2 s, level with no
-  straggler, and 0.07 points above synchronous on validation (0.13 on test). Almost all of
-  the straggler's gradients come after their round and are dropped (423 of about 1,075
-  rounds' worth, with a few of the fast workers' when one of them comes fourth), so its
-  shard is rarely seen: at 1 straggler of 4 that cost nothing measurable here.
-- **Asynchronous is fast but never reaches the synchronous accuracy**: 4.3 s, 0.8 to 1.0
-  points below on validation in each seed. Its job now ends when the server has applied 5
-  passes' worth of pushes; before, it waited for the straggler's own 5 passes over its shard
-  (12.3 s in a run before that change, `benchmarks/README.md`).
+- **A straggler holds every synchronous round**: 18.3 s against 6.4 s without it on the
+  parameter server (2.9x), 35.9 s against 13.0 s on all-reduce (2.8x), the same accuracy.
+- **`backup_workers = 1` takes its time back and keeps the quality**, on both:
+  - parameter server: 6.3 s, level with no straggler, and 0.12 points above synchronous on
+    validation (0.15 on test);
+  - all-reduce: 16.4 s, 2.2x faster than its synchronous steps and 1.26x its time without a
+    straggler; 0.12 points above synchronous on validation (0.14 on test). Each rank joins
+    every round's all-reduce from a thread of its own, so the straggler keeps up with the
+    rounds while it computes, at a round thread's cost.
+  - Almost all of the straggler's gradients come after their round and are dropped (404 and
+    520 in all over about 1,570 rounds, some of them the fast workers', when one of them
+    comes fourth: 4 processes share 2 cores), so its shard is rarely seen: at 1 straggler of
+    4 that cost nothing measurable here.
+- **All-reduce is 2x slower than the parameter server here without any straggler** (13.0 s
+  against 6.4 s): gloo's ring over 4 processes on 2 cores switches between them at every
+  hop, and this model's gradients are small (100k floats). Compare each strategy's rows with
+  its own.
+- **Asynchronous is fast but never reaches the synchronous accuracy**: 5.0 s, 0.7 to 1.0
+  points below on validation in each seed. Its job ends when the server has applied 5
+  passes' worth of pushes, not after the straggler's own 5 passes over its shard.
 - **`max_staleness = 2` is as slow as synchronous against a straggler this persistent**:
-  the fast workers are held once 3 pushes ahead of it, so they move at its pace (12.9 s),
+  the fast workers are held once 3 pushes ahead of it, so they move at its pace (17.6 s),
   and land between asynchronous and synchronous in accuracy. A bound absorbs a worker that
   is late now and then, not one that is always slow.
 """

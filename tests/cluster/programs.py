@@ -191,9 +191,38 @@ def dnn_rank1_killed_on_first_attempt(ctx: WorkerContext) -> None:
     from scaletune.spec import DistributionStrategy
 
     if ctx.rank == 1 and ctx.task.attempt == 1:
-        allreduce = ctx.task.distribution.strategy is DistributionStrategy.ALLREDUCE
-        _at_stop_check(ctx, 5 if allreduce else 40, _signal_self(signal.SIGKILL))
+        distribution = ctx.task.distribution
+        # Rounds with backup workers ask at every gradient, as a parameter server's push.
+        every_update = distribution.backup_workers or (
+            distribution.strategy is not DistributionStrategy.ALLREDUCE
+        )
+        _at_stop_check(ctx, 40 if every_update else 5, _signal_self(signal.SIGKILL))
     train_dnn(ctx)
+
+
+def dnn_rank2_slowed(ctx: WorkerContext) -> None:
+    """The built-in DNN whose rank 2 is a slow machine: a round of all-reduce with backup
+    workers waits 0.2 s more for its gradient after each backward pass."""
+    import time
+
+    from scaletune.algorithms.dnn import _common
+    from scaletune.algorithms.dnn._program import train_dnn
+
+    if ctx.rank != 2:
+        train_dnn(ctx)
+        return
+    name = "backward"  # what the rounds' gradients are computed with
+    backward = getattr(_common, name)
+
+    def slowed(loss: object) -> None:
+        backward(loss)
+        time.sleep(0.2)
+
+    setattr(_common, name, slowed)
+    try:
+        train_dnn(ctx)
+    finally:  # the warm process may run another job's rank next
+        setattr(_common, name, backward)
 
 
 def dnn_rank1_hangs_on_first_attempt(ctx: WorkerContext) -> None:

@@ -50,6 +50,8 @@ class Algorithm(ABC):
     # Whether scaletune can score rows with its published model (batch prediction): a user's
     # script saves whatever it likes, which only the script can read.
     predicts: ClassVar[bool] = False
+    # Whether its synchronous rounds can go on without their last `backup_workers` gradients.
+    takes_backup_workers: ClassVar[bool] = False
 
     def rendezvous_needs(self, spec: TrainingJobSpec) -> RendezvousNeeds:
         """What this job's workers meet through, beyond rank 0's address."""
@@ -78,6 +80,12 @@ class Algorithm(ABC):
             raise InvalidInputError("channels: missing channel 'train'")
         if spec.script is not None and not self.takes_script:
             raise InvalidInputError(f"[script] goes with algorithm 'script', not {self.name!r}")
+        backup = spec.distribution.backup_workers
+        if backup and not self.takes_backup_workers:
+            raise InvalidInputError(
+                f"distribution.backup_workers={backup}: algorithm {self.name!r} waits for every "
+                "worker; the built-in dnn's rounds can go on without their last ones"
+            )
 
     def check_job(self, spec: TrainingJobSpec, hyperparameters: BaseModel) -> None:  # noqa: B027
         """Checks across spec and hyperparameters; none by default."""

@@ -203,9 +203,9 @@ class DistributionSpec(Frozen):
     backup_workers: int = Field(
         default=0,
         ge=0,
-        description="parameter_server sync: a round goes on with the first N - b gradients "
-        "and drops the late ones (never applied late); the learning rate and the job's "
-        "progress count the gradients applied",
+        description="synchronous rounds (all-reduce, or the parameter server's mode='sync'): "
+        "a round goes on with the first N - b gradients and drops the late ones (never "
+        "applied late); the learning rate and the job's progress count the gradients applied",
     )
     staleness_compensation: StalenessCompensation = Field(
         default=StalenessCompensation.NONE,
@@ -259,12 +259,6 @@ class DistributionSpec(Frozen):
             raise ValueError(
                 f"distribution.max_staleness={self.max_staleness} applies to the parameter "
                 "server's asynchronous mode (mode='async'); all-reduce is synchronous"
-            )
-        if self.backup_workers:
-            raise ValueError(
-                f"distribution.backup_workers={self.backup_workers} applies to the parameter "
-                "server's synchronous rounds (strategy='parameter_server'); all-reduce has no "
-                "backup workers yet"
             )
         return self
 

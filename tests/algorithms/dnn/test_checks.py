@@ -64,7 +64,7 @@ DIGITS = {"dataset": "digits"}
         (
             {},
             {"strategy": "allreduce", "backup_workers": 1},
-            "distribution.backup_workers=1 applies to the parameter server's synchronous rounds",
+            "distribution.backup_workers=1 must be less than the job's workers (1)",
         ),
         (
             {},
@@ -205,6 +205,28 @@ def test_backup_workers_with_adascale_are_refused_naming_both() -> None:
             instance_count=3,
             distribution={"strategy": "parameter_server", "backup_workers": 1},
         ).spec({"train": DIGITS})
+
+
+def test_all_reduce_takes_backup_workers_but_not_in_an_elastic_job() -> None:
+    distribution = {"strategy": "allreduce", "backup_workers": 1}
+    spec = Estimator("dnn", {}, instance_count=3, distribution=distribution).spec({"train": DIGITS})
+    assert spec.distribution.backup_workers == 1
+    with pytest.raises(InvalidInputError, match=r"backup_workers=1 with an elastic job"):
+        Estimator(
+            "dnn",
+            {},
+            instance_count={"min": 2, "max": 3},
+            distribution=distribution,
+            checkpoint={"enabled": True},
+        ).spec({"train": DIGITS})
+
+
+@pytest.mark.parametrize("algorithm", ["xgboost", "lightgbm"])
+def test_backup_workers_are_refused_where_every_worker_is_waited_for(algorithm: str) -> None:
+    with pytest.raises(InvalidInputError, match=f"algorithm '{algorithm}' waits for every"):
+        Estimator(algorithm, {}, instance_count=3, distribution={"backup_workers": 1}).spec(
+            {"train": {"dataset": "breast-cancer"}}
+        )
 
 
 def test_staleness_bound_is_read_as_max_staleness() -> None:

@@ -83,6 +83,22 @@ def test_a_killed_dnn_worker_resumes_from_its_checkpoint_and_matches(
         assert [p.value for p in gains] == pytest.approx([p.value for p in expected_gains])
 
 
+def test_a_killed_worker_of_a_job_with_backup_workers_goes_on_from_its_checkpoint(
+    session: Session,
+) -> None:
+    """Rounds with backup workers resume where the checkpoint left them (not bit for bit:
+    which gradients a round takes is a matter of timing)."""
+    distribution = {"strategy": "allreduce", "backup_workers": 1}
+    record = _run(session, distribution, programs.dnn_rank1_killed_on_first_attempt)
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    first, second = session.store.attempts.of(record.id)
+    assert first.reason == "worker 1 exited unexpectedly (killed by SIGKILL)"
+    assert second.resumed_from_step is not None and second.resumed_from_step % 15 == 0
+    curve = session.store.metrics(record.id, "validation:accuracy")
+    assert [point.step for point in curve] == [1, 2, 3]  # no epoch reported twice
+    assert curve[-1].value > 0.8
+
+
 @pytest.mark.parametrize(
     ("distribution", "timed_out"),
     [

@@ -1,6 +1,6 @@
-"""A straggler among real workers (held with SIGSTOP): under `max_staleness` the others go
-k pushes ahead of it and wait; with backup workers the rounds go on without it, and its late
-gradient is dropped, never applied."""
+"""A straggler among real workers (held with SIGSTOP, or slowed): under `max_staleness` the
+others go k pushes ahead of it and wait; with backup workers the rounds go on without it, and
+its late gradient is dropped, never applied."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ import re
 import signal
 from pathlib import Path
 
-from scaletune.api import Session
+from scaletune.api import Estimator, Session
 from scaletune.store import JobStatus
-from tests.algorithms.dnn.test_distributed_dnn import PS_ASYNC, PS_SYNC, _fit
+from tests.algorithms.dnn.test_distributed_dnn import CHANNELS, PS_ASYNC, PS_SYNC, SMALL, _fit
+from tests.cluster import programs
 from tests.conftest import wait_until
+from tests.jobs import run_job
 
 HELD = re.compile(
     r"parameter server: worker (\d) waits at push (\d+) for worker 2, at (\d+) pushes "
@@ -84,3 +86,23 @@ def test_rounds_go_on_without_a_stopped_worker_and_its_late_gradient_is_dropped(
     # ... and none applied late: every gradient applied was computed on the weights it
     # was applied to.
     assert (job.metrics("ps:staleness_max")["value"] == 0).all()
+
+
+def test_all_reduce_rounds_go_on_without_a_slow_worker_and_drop_its_late_gradients(
+    session: Session,
+) -> None:
+    """A frozen process would hold any collective; a slow one computes while its round
+    thread keeps up with the rounds, which take the first two gradients of three."""
+    spec = Estimator(
+        "dnn",
+        {**SMALL, "epochs": 2},
+        instance_count=3,
+        distribution={"strategy": "allreduce", "backup_workers": 1},
+        session=session,
+    ).spec(CHANNELS)
+    record = run_job(session, spec, programs.dnn_rank2_slowed)
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    dropped = session.store.metrics(record.id, "allreduce:dropped")
+    assert [point.step for point in dropped] == [1, 2]
+    assert sum(point.value for point in dropped) >= 1
+    assert record.final_metrics["validation:accuracy"] > 0.7

@@ -65,6 +65,7 @@ class DNNAlgorithm(Algorithm):
     step_name: ClassVar[str] = "epoch"
     checkpoints_per_worker: ClassVar[bool] = True  # each worker's place in its shard
     predicts: ClassVar[bool] = True
+    takes_backup_workers: ClassVar[bool] = True
 
     def check_job(self, spec: TrainingJobSpec, hyperparameters: BaseModel) -> None:
         distribution = spec.distribution
@@ -192,6 +193,12 @@ def _check_backup_workers(spec: TrainingJobSpec, hyperparameters: DNNHyperparame
         raise InvalidInputError(
             f"distribution.backup_workers={backup} applies to synchronous rounds "
             "(distribution.mode='sync'); an asynchronous server waits for no one"
+        )
+    if spec.elastic and spec.distribution.strategy is DistributionStrategy.ALLREDUCE:
+        raise InvalidInputError(
+            f"distribution.backup_workers={backup} with an elastic job (instance_count = "
+            "{ min, max }): rounds that drop gradients skip rows, which an elastic job's "
+            "resizes account for one by one; use a fixed instance_count"
         )
     fewest = spec.min_workers
     if backup >= fewest:

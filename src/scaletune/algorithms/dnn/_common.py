@@ -154,6 +154,21 @@ def backward(loss: torch.Tensor) -> None:
     loss.backward()  # type: ignore[no-untyped-call]  # torch leaves Tensor.backward untyped
 
 
+def accumulate_gradients(
+    model: nn.Module, shard: Examples, micro_batches: list[torch.Tensor]
+) -> tuple[float, int]:
+    """One update's gradient in `model`'s .grad, its micro-batches' summed (a worker's own,
+    no collective): returns the loss summed over its examples, and how many there were."""
+    model.zero_grad(set_to_none=True)
+    loss_sum, examples = 0.0, 0
+    for rows in micro_batches:
+        loss = micro_batch_loss(model, shard, rows, len(micro_batches))
+        backward(loss)
+        loss_sum += float(loss.detach()) * len(micro_batches) * len(rows)
+        examples += len(rows)
+    return loss_sum, examples
+
+
 @torch.no_grad()
 def evaluate(model: nn.Module, examples: Examples, prefix: str) -> dict[str, float]:
     """Loss and accuracy over every example, in chunks (the model is left in train mode)."""

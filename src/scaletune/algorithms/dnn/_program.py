@@ -10,6 +10,7 @@ from scaletune.spec import DistributionStrategy
 from scaletune.worker import WorkerContext
 
 from ._allreduce import train_allreduce
+from ._allreduce_backup import train_allreduce_with_backups
 from ._common import Examples, Plan, evaluate
 from ._elastic_plan import ElasticPlan
 from ._hyperparameters import DNNHyperparameters
@@ -48,7 +49,9 @@ def train_dnn(ctx: WorkerContext) -> None:
         train=Examples.of(train, device),
         validation=None if validation is None else Examples.of(validation, device),
     )
-    if allreduce:
+    if allreduce and distribution.backup_workers:
+        model, epochs_run = train_allreduce_with_backups(run)
+    elif allreduce:
         model, epochs_run = train_allreduce(run)
     else:
         model, epochs_run = train_parameter_server(run, server_mode(distribution))

@@ -17,7 +17,7 @@ from scaletune.torch import MicroBatchNorms
 from scaletune.worker import WorkerContext
 
 from ._checkpoint import STATE_FILE, Position, pack, unpack
-from ._common import backward, make_optimizer, micro_batch_loss
+from ._common import accumulate_gradients, make_optimizer
 from ._pace import AppliedPace, FixedPace, is_adaptive, noise_estimate, pace_for
 from ._parameter_server import ParameterServer
 from ._ps_client import ParameterServerClient
@@ -84,13 +84,7 @@ def train_parameter_server(run: DNNRun, mode: ServerMode) -> tuple[nn.Module, in
                 epoch += 1
                 pushed = position.index if epoch == position.epoch else 0
                 for micro_batches in itertools.islice(plan.updates(run.train, epoch), pushed, None):
-                    model.zero_grad(set_to_none=True)
-                    loss_sum, examples = 0.0, 0
-                    for rows in micro_batches:
-                        loss = micro_batch_loss(model, run.train, rows, len(micro_batches))
-                        backward(loss)
-                        loss_sum += float(loss.detach()) * len(micro_batches) * len(rows)
-                        examples += len(rows)
+                    loss_sum, examples = accumulate_gradients(model, run.train, micro_batches)
                     micro_sq = 0.0 if norms is None else norms.take()[0]
                     stop = client.push(model, loss_sum, examples, ctx.stop_requested(), micro_sq)
                     pushed += 1
