@@ -110,10 +110,15 @@ def test_a_two_worker_lightgbm_job_meets_on_its_own_network(backend_session: Ses
 
 @pytest.mark.parametrize(
     ("strategy", "distribution"),
-    [("allreduce", {}), ("parameter_server", {}), ("parameter_server", {"mode": "async"})],
+    [
+        ("allreduce", {}),
+        ("allreduce", {"backup_workers": 1}),  # rounds on the job's store, a thread per rank
+        ("parameter_server", {}),
+        ("parameter_server", {"mode": "async"}),
+    ],
 )
 def test_two_worker_dnn_jobs_in_every_mode(
-    backend_session: Session, strategy: str, distribution: dict[str, str]
+    backend_session: Session, strategy: str, distribution: dict[str, Any]
 ) -> None:
     record = _run(backend_session, _dnn(strategy, **distribution))
     assert record.status is JobStatus.COMPLETED, record.failure_reason
