@@ -606,13 +606,15 @@ def test_a_mixed_jobs_spot_workers_run_on_spot_nodes_and_are_billed_apart(
     two_nodes: str, store_path: Path, s3_bucket: str
 ) -> None:
     # A spot node (the `spot` resource) beside the two: the job's fewest (1) is on-demand,
-    # its second worker spot, so it runs there, and each is billed on its class.
+    # its second worker spot, so it runs there, and each is billed on its class. The spot
+    # node has room for both: Ray's PACK would put the on-demand worker there too, were it
+    # not kept off spot nodes.
     disk = tempfile.mkdtemp(prefix="st-spot-", dir="/tmp")
     try:
         _ray(
             "start",
             f"--address={two_nodes}",
-            "--num-cpus=1",
+            "--num-cpus=2",
             '--resources={"spot": 1, "spot_node": 1}',
             TMPDIR=disk,
         )

@@ -31,6 +31,14 @@ import psutil
 from scaletune.cluster._backend import DEFAULT_PRELOAD, Abandon
 from scaletune.cluster._process import run_payload
 from scaletune.cluster._programs import check_importable
+from scaletune.cluster._ray_capacity import (
+    SPOT_MARK,
+    SPOT_RESOURCE,
+    is_spot,
+    off_spot_nodes,
+    room_for,
+    spot_nodes,
+)
 from scaletune.cluster._ray_drains import DrainedNodes
 from scaletune.cluster._rendezvous import LOOPBACK, free_port
 from scaletune.errors import (
@@ -52,9 +60,6 @@ from scaletune.worker import (
     remember_environment,
 )
 
-# A spot worker asks this much of a node's `spot` resource: any node started with some
-# (ray start --resources='{"spot": 1}') takes up to a thousand of them.
-SPOT_RESOURCE, SPOT_MARK = "spot", 0.001
 DRAIN_WAIT_SECONDS = 1.0  # a poll waits this long at most for an actor that does not answer
 WAIT_SLICE_SECONDS = 0.5  # how often a job waiting for room asks whether to go on waiting
 LOG_PREFIX = "scaletune-ray-worker-"  # then the actor's pid: its node's temp folder
@@ -96,12 +101,19 @@ class WorkerResources:
             bundle["GPU"] = self.gpus
         if self.memory_bytes is not None:
             bundle["memory"] = float(self.memory_bytes)
-        if self.spot_from is not None and rank >= self.spot_from:
+        if self.on_spot(rank):
             bundle[SPOT_RESOURCE] = SPOT_MARK
         return bundle
 
     def bundles(self, count: int) -> list[dict[str, float]]:
         return [self.bundle(rank) for rank in range(count)]
+
+    def on_spot(self, rank: int) -> bool:
+        return self.spot_from is not None and rank >= self.spot_from
+
+    def label_selectors(self, count: int, spot: frozenset[str]) -> list[dict[str, str]]:
+        """Each bundle's: on-demand workers kept off the spot nodes (`spot`, their ids)."""
+        return [{} if self.on_spot(rank) else off_spot_nodes(spot) for rank in range(count)]
 
     def wanted(self, count: int) -> dict[str, float]:
         """What `count` workers ask of the cluster in all."""
@@ -349,24 +361,15 @@ class RayBackend:
         with self._lock:
             idle = list(self._idle)
         # A job grows by workers of its last ranks: spot ones where it runs any on spot.
-        if cluster.capacity is not CapacityPlan.ON_DEMAND:
-            return self._spot_room(WorkerResources.of(cluster, 0).bundle(), idle)
-        bundle = WorkerResources.of(cluster).bundle()
-        available = self.drained.available(dict(self._ray.available_resources()))
-        for placed in idle:
-            for key, value in placed.resources.wanted(len(placed.actors)).items():
-                available[key] = available.get(key, 0.0) + value
-        fits = [
-            math.floor(available.get(key, 0.0) / value + 1e-9)
-            for key, value in bundle.items()
-            if value > 0
-        ]
-        return min(fits) if fits else None
+        on_spot = cluster.capacity is not CapacityPlan.ON_DEMAND
+        bundle = WorkerResources.of(cluster, 0 if on_spot else None).bundle()
+        if not any(value > 0 for value in bundle.values()):
+            return None
+        return room_for(self._free_per_node(idle), bundle, spot=on_spot)
 
-    def _spot_room(self, bundle: dict[str, float], idle: list[_Placed]) -> int:
-        """Spot workers that fit, node by node: on the nodes with the `spot` resource alone
-        (its tiny mark does not bound them; their CPUs do), idle groups' bundles given back
-        to the nodes that hold them."""
+    def _free_per_node(self, idle: list[_Placed]) -> dict[str, dict[str, float]]:
+        """Free resources node by node (not draining), idle groups' bundles given back to the
+        nodes that hold them: a worker's bundle fits on one node or not at all."""
         from ray.util.placement_group import placement_group_table
 
         free = self.drained.per_node()
@@ -377,19 +380,7 @@ class RayBackend:
                     room = free.setdefault(str(node), {})
                     for key, value in placed.resources.bundle(int(index)).items():
                         room[key] = room.get(key, 0.0) + value
-        fits = 0
-        for room in free.values():
-            if room.get(SPOT_RESOURCE, 0.0) < SPOT_MARK - 1e-12:
-                continue
-            fits += min(
-                (
-                    math.floor(room.get(key, 0.0) / value + 1e-9)
-                    for key, value in bundle.items()
-                    if value > 0 and key != SPOT_RESOURCE
-                ),
-                default=math.floor(room[SPOT_RESOURCE] / SPOT_MARK + 1e-9),
-            )
-        return fits
+        return free
 
     def ensure_capacity(self, workers: int) -> None:
         """Keep up to this many idle workers warm (a tuning job's parallel trials)."""
@@ -491,6 +482,7 @@ class RayBackend:
     def _check_fits(self, count: int, resources: WorkerResources) -> None:
         wanted = resources.wanted(count)
         totals = self._ray.cluster_resources()
+        self._check_on_demand_fits(count, resources)
         if SPOT_RESOURCE in wanted and totals.get(SPOT_RESOURCE, 0.0) < wanted[SPOT_RESOURCE]:
             raise ClusterTooSmallError(
                 "cluster.capacity asks for spot workers, but no node of the Ray cluster offers "
@@ -505,22 +497,60 @@ class RayBackend:
                 f"(ray start --num-cpus {math.ceil(wanted.get('CPU', 0.0))})"
             )
 
+    def _check_on_demand_fits(self, count: int, resources: WorkerResources) -> None:
+        """On-demand workers go on the nodes without spot capacity alone: those must hold
+        them (whatever spot nodes offer)."""
+        on_demand = [rank for rank in range(count) if not resources.on_spot(rank)]
+        nodes = [node for node in self._ray.nodes() if node.get("Alive")]
+        if not on_demand or not spot_nodes(nodes):
+            return
+        totals: dict[str, float] = {}
+        for node in nodes:
+            if not is_spot(node.get("Resources", {})):
+                for key, value in node["Resources"].items():
+                    totals[key] = totals.get(key, 0.0) + value
+        wanted: dict[str, float] = {}
+        for rank in on_demand:
+            for key, value in resources.bundle(rank).items():
+                wanted[key] = wanted.get(key, 0.0) + value
+        if any(totals.get(key, 0.0) < value for key, value in wanted.items()):
+            raise ClusterTooSmallError(
+                f"{len(on_demand)} on-demand workers of {resources.bundle()} can never be "
+                f"placed: they need {wanted} on nodes without spot capacity, which have "
+                f"{_totals(totals)}; start on-demand nodes, or run more of the job on spot "
+                "(cluster.capacity)"
+            )
+
     def _place(
         self, count: int, resources: WorkerResources, abandon: Abandon | None = None
     ) -> _Placed:
-        from ray.util.placement_group import placement_group
+        from ray.util.placement_group import placement_group, remove_placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         self._check_fits(count, resources)
-        group = placement_group(resources.bundles(count), strategy=resources.placement.value)
-        placed = _Placed(group, [], resources)
+
+        def ask(spot: frozenset[str]) -> Any:
+            return placement_group(
+                resources.bundles(count),
+                strategy=resources.placement.value,
+                bundle_label_selector=resources.label_selectors(count, spot),
+            )
+
+        spot = spot_nodes(self._ray.nodes())
+        placed = _Placed(ask(spot), [], resources)
         try:
-            while not self._ray.wait([group.ready()], timeout=WAIT_SLICE_SECONDS)[0]:
+            while not self._ray.wait([placed.group.ready()], timeout=WAIT_SLICE_SECONDS)[0]:
                 reason = abandon() if abandon is not None else None
                 if reason is not None:
                     raise LaunchAbandonedError(reason)
                 self._check_fits(count, resources)  # a node may have left meanwhile
                 self._make_room(count, resources)  # groups gone idle meanwhile give way
+                # A spot node that joined while the group waits: asked again, off it too.
+                joined = spot_nodes(self._ray.nodes()) - spot
+                if joined and not all(resources.on_spot(rank) for rank in range(count)):
+                    remove_placement_group(placed.group)
+                    spot |= joined
+                    placed = _Placed(ask(spot), [], resources)
             for index in range(count):
                 placed.actors.append(
                     self._remote_worker.options(
@@ -528,7 +558,7 @@ class RayBackend:
                         num_gpus=resources.gpus,
                         memory=resources.memory_bytes,
                         scheduling_strategy=PlacementGroupSchedulingStrategy(
-                            placement_group=group, placement_group_bundle_index=index
+                            placement_group=placed.group, placement_group_bundle_index=index
                         ),
                     ).remote(list(sys.path), self._preload)
                 )
