@@ -76,11 +76,13 @@ def main() -> None:
             results[f"ratio {name}"] = ratio_interval(times["never"], times[name])
     notes = f"""
 {args.workers} workers (gloo, 2 cores), MNIST MLP 784-128-10, batch 64 a worker, {args.epochs}
-epochs, {args.rounds} rounds in rotating order. A measurement: hooks on the parameters add each
-micro-batch's squared gradient norm, one more squared norm of the averaged gradient, and one
-all-reduce of one number; between AdaScale's measurements the hooks are off and the last gain
-is taken. The ratio is the geometric mean of the ratios within rounds, with a 95 % BCa
-bootstrap interval.
+epochs, {args.rounds} rounds in rotating order. A measurement, at one micro-batch a worker as
+here: DDP's communication hook takes each bucket's squared norm before its all-reduce, the last
+bucket carries their sum in one more element (no collective of its own), and one more squared
+norm is taken of the averaged gradient (with several micro-batches a worker, hooks on the
+parameters add each micro-batch's, and one all-reduce of one number sums them). Between
+AdaScale's measurements the hook only averages and the last gain is taken. The ratio is the
+geometric mean of the ratios within rounds, with a 95 % BCa bootstrap interval.
 """
     write(
         "convergence_adascale_cost",

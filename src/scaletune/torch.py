@@ -19,8 +19,10 @@ averages it) and the averaged one (`.grad`), plus one all-reduce of one number, 
 `measure_every`-th step (every step by default; the steps between take the last gain). With
 accumulation, divide each micro-batch's loss by `accumulation_steps`, as usual.
 
-`MicroBatchNorms` is that measurement, which the built-in classifier uses too. `agreed` is how
-a DDP script's ranks agree on a stop (`scaletune.StopRequest`) before they act on it."""
+`MicroBatchNorms` is that measurement, which the built-in classifier uses too where a worker
+accumulates micro-batches; with one micro-batch a worker under DDP it uses `FoldedNorms`, which
+needs no collective of its own. `agreed` is how a DDP script's ranks agree on a stop
+(`scaletune.StopRequest`) before they act on it."""
 
 from __future__ import annotations
 
@@ -85,6 +87,65 @@ class MicroBatchNorms:
         for handle in self._handles:
             handle.remove()
         self._handles = []
+
+
+class FoldedNorms:
+    """The same measurement where each worker's update is one micro-batch, under DDP, with no
+    collective of its own: a communication hook takes each bucket's squared norm before its
+    all-reduce (the bucket holds this worker's own gradient then), and the last bucket of the
+    backward pass carries their sum in one more element, summed over the workers with it.
+
+    `register(ddp)` once; set `measuring` before each backward pass; `take()` after it gives
+    the workers' squared norms summed and the averaged gradient's squared norm."""
+
+    def __init__(self, model: nn.Module) -> None:
+        self.measuring = False
+        self._parameters = [p for p in model.parameters() if p.requires_grad]
+        self._local = 0.0
+        self._summed: float | None = None
+
+    def register(self, ddp: nn.parallel.DistributedDataParallel) -> None:
+        # DDP reads the hook's annotations as objects, which this module's are not (postponed
+        # annotations): it gets a hook without any, its arguments named as DDP wants.
+        ddp.register_comm_hook(None, lambda state, bucket: self._hook(bucket))
+
+    def _hook(self, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
+        buffer = bucket.buffer()
+        world_size = dist.get_world_size()
+        if not self.measuring:
+            return _averaged(buffer.div_(world_size))
+        self._local += _squared_norm(buffer)
+        if not bucket.is_last():
+            return _averaged(buffer.div_(world_size))
+        extended = torch.cat([buffer / world_size, buffer.new_tensor([self._local])])
+        self._local = 0.0
+
+        def split(future: torch.futures.Future[list[torch.Tensor]]) -> torch.Tensor:
+            reduced = future.value()[0]
+            self._summed = float(reduced[-1])
+            buffer.copy_(reduced[:-1])
+            return buffer
+
+        reduced: torch.futures.Future[torch.Tensor] = (
+            dist.all_reduce(extended, async_op=True).get_future().then(split)
+        )
+        return reduced
+
+    def take(self) -> tuple[float, float]:
+        """The workers' own gradients' squared norms summed over them, and the averaged
+        gradient's squared norm (the same on every worker)."""
+        summed, self._summed = self._summed, None
+        if summed is None:
+            raise RuntimeError("no measured backward pass since the last take()")
+        averaged = sum(_squared_norm(p.grad) for p in self._parameters if p.grad is not None)
+        return summed, averaged
+
+
+def _averaged(buffer: torch.Tensor) -> torch.futures.Future[torch.Tensor]:
+    """DDP's own all-reduce of a bucket already divided by the world size."""
+    future = dist.all_reduce(buffer, async_op=True).get_future()
+    reduced: torch.futures.Future[torch.Tensor] = future.then(lambda done: done.value()[0])
+    return reduced
 
 
 def _squared_norm(tensor: torch.Tensor) -> float:

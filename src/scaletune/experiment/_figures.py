@@ -175,7 +175,8 @@ def cost_against_quality(
     axes.set_ylabel(f"best {metric} so far")
     axes.set_title("What tuning buys per worker-second")
     axes.grid(alpha=0.3)
-    axes.legend(fontsize="small")
+    if axes.get_legend_handles_labels()[0]:  # no trial with a result: nothing to name
+        axes.legend(fontsize="small")
     return _png(figure)
 
 

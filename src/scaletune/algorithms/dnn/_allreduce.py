@@ -14,7 +14,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from scaletune.gradient_noise import GradientNoiseScale
-from scaletune.torch import MicroBatchNorms
+from scaletune.torch import FoldedNorms, MicroBatchNorms
 from scaletune.worker import WorkerContext
 
 from ._checkpoint import STATE_FILE, Position, pack, rank_state, unpack
@@ -69,9 +69,26 @@ def _noise_estimate(run: DNNRun) -> GradientNoiseScale | None:
     return noise_estimate(run.hyperparameters, run.ctx.world_size)
 
 
-def _measure(norms: MicroBatchNorms, noise: GradientNoiseScale, world_size: int) -> None:
-    local, averaged = norms.take()
-    summed = _sum_over_ranks([local], world_size)[0]  # the same on every rank
+def _norms(
+    run: DNNRun, model: nn.Module, noise: GradientNoiseScale | None
+) -> MicroBatchNorms | FoldedNorms | None:
+    """Where the noise is measured: each worker's one micro-batch in DDP's own all-reduce
+    (no collective of its own), else hooks on each micro-batch and one more all-reduce."""
+    if noise is None:
+        return None
+    if run.ctx.world_size > 1 and run.hyperparameters.gradient_accumulation_steps == 1:
+        return FoldedNorms(model)
+    return MicroBatchNorms(model, run.hyperparameters.gradient_accumulation_steps)
+
+
+def _measure(
+    norms: MicroBatchNorms | FoldedNorms, noise: GradientNoiseScale, world_size: int
+) -> None:
+    if isinstance(norms, FoldedNorms):
+        summed, averaged = norms.take()  # summed in DDP's last bucket
+    else:
+        local, averaged = norms.take()
+        summed = _sum_over_ranks([local], world_size)[0]  # the same on every rank
     noise.update(summed / noise.scale, averaged)
 
 
@@ -82,13 +99,13 @@ def _train(run: DNNRun) -> tuple[nn.Module, int]:
     world_size = ctx.world_size
     model = run.new_model()
     noise = _noise_estimate(run)
-    norms = None
-    if noise is not None:
-        norms = MicroBatchNorms(model, hyperparameters.gradient_accumulation_steps)
+    norms = _norms(run, model, noise)
     optimizer = make_optimizer(model.parameters(), hyperparameters)
     position, tally = _resume(run, model, optimizer, noise)
     # After loading: DDP broadcasts rank 0's weights to the others.
     ddp = DistributedDataParallel(model) if world_size > 1 else None
+    if isinstance(norms, FoldedNorms) and ddp is not None:
+        norms.register(ddp)
     wrapped: nn.Module = model if ddp is None else ddp
     pace = pace_for(hyperparameters, world_size, plan.train_rows, plan.updates_per_epoch)
     update, progress = position.update, position.progress_or_update
@@ -101,8 +118,10 @@ def _train(run: DNNRun) -> tuple[nn.Module, int]:
         epoch = position.epoch
         for index, micro_batches, seen in plan.walk(run.train, position):
             measuring = norms is not None and measures_noise(hyperparameters, update)
-            if norms is not None:
+            if isinstance(norms, MicroBatchNorms):
                 norms.active = measuring
+            elif norms is not None:
+                norms.measuring = measuring
             for position_in_update, rows in enumerate(micro_batches):
                 # Gradients of all but the last micro-batch stay local (summed in .grad).
                 last = position_in_update == len(micro_batches) - 1
