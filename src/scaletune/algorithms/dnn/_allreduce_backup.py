@@ -72,6 +72,7 @@ def train_allreduce_with_backups(run: DNNRun) -> tuple[nn.Module, int]:
             first=position.update,
             end=_rounds_to_finish(pace, position, share),
             timeout=timedelta(seconds=ctx.task.rendezvous.collective_timeout_seconds),
+            place=place,
         )
         batches = _batches(run, place)
         update, progress = position.update, position.progress_or_update

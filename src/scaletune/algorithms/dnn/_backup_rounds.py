@@ -85,7 +85,9 @@ class BackupRounds:
         first: int,
         end: int,
         timeout: timedelta,
+        place: ShardPlace,
     ) -> None:
+        """`place`: this rank's in its shard as the rounds start (a resumed attempt's)."""
         self._claims, self._waits, self._reduce = claims, waits, reduce
         self._rank, self._world_size, self._needed, self._size = rank, world_size, needed, size
         self._first, self._end, self._timeout = first, end, timeout
@@ -96,7 +98,7 @@ class BackupRounds:
         self._dropped = 0
         self._stop = False
         self._checkpoint_due = False
-        self._place = ShardPlace(1, 0)
+        self._place = place  # rounds before this rank computes carry where it starts
         self._ended_at: int | None = None  # the first round not run (the end, or after a stop)
         self._failure: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="backup-rounds", daemon=True)
