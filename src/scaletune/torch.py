@@ -110,13 +110,15 @@ class FoldedNorms:
         ddp.register_comm_hook(None, lambda state, bucket: self._hook(bucket))
 
     def _hook(self, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
+        from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+
         buffer = bucket.buffer()
+        if self.measuring:
+            self._local += _squared_norm(buffer)  # before DDP's own hook divides it in place
+        if not (self.measuring and bucket.is_last()):
+            averaged: torch.futures.Future[torch.Tensor] = allreduce_hook(None, bucket)  # type: ignore[arg-type]  # None: the default group
+            return averaged
         world_size = dist.get_world_size()
-        if not self.measuring:
-            return _averaged(buffer.div_(world_size))
-        self._local += _squared_norm(buffer)
-        if not bucket.is_last():
-            return _averaged(buffer.div_(world_size))
         extended = torch.cat([buffer / world_size, buffer.new_tensor([self._local])])
         self._local = 0.0
 
@@ -139,13 +141,6 @@ class FoldedNorms:
             raise RuntimeError("no measured backward pass since the last take()")
         averaged = sum(_squared_norm(p.grad) for p in self._parameters if p.grad is not None)
         return summed, averaged
-
-
-def _averaged(buffer: torch.Tensor) -> torch.futures.Future[torch.Tensor]:
-    """DDP's own all-reduce of a bucket already divided by the world size."""
-    future = dist.all_reduce(buffer, async_op=True).get_future()
-    reduced: torch.futures.Future[torch.Tensor] = future.then(lambda done: done.value()[0])
-    return reduced
 
 
 def _squared_norm(tensor: torch.Tensor) -> float:
