@@ -46,6 +46,7 @@ CONTROLLER = textwrap.dedent(
     from scaletune.api import Session
     from scaletune.cluster import RayBackend
     from scaletune.spec import training_spec_from_dict
+    from scaletune.training import BatchPredictor, read_input
 
     address, store, bucket = sys.argv[1], sys.argv[2], sys.argv[3]
     spec = training_spec_from_dict({
@@ -61,14 +62,22 @@ CONTROLLER = textwrap.dedent(
     with RayBackend(address=address) as backend, Session(store, backend=backend) as session:
         nodes = [n for n in ray.nodes() if n["Alive"]]
         record = session.controller.run(session.controller.prepare(spec), on_started=groups.append)
+        worker_nodes = groups[0].nodes  # asked while its actors live (prediction ends them)
+        # Batch prediction on 3 workers, more than one node's 2 CPUs hold: the rows, the model
+        # and the parts pass through the job's staging in the bucket, as its training data did.
+        rows = read_input(f"{bucket}/data/")
+        predictor = BatchPredictor(session.store, backend)
+        here = predictor.predict(record.id, rows)
+        spread = predictor.predict(record.id, rows, instance_count=3)
         write_result({
+            "predicted": [here.values.tolist(), spread.values.tolist()],
             "nodes": len(nodes),
             "labelled": sum("second_node" in n["Resources"] for n in nodes),
             "status": record.status.value,
             "reason": record.failure_reason,
             "artifact": record.artifact,
             "log_dir": record.log_dir,
-            "worker_nodes": groups[0].nodes,
+            "worker_nodes": worker_nodes,
             "locations": list(session.store.attempts.of(record.id)[-1].workers),
         })
     """
@@ -184,6 +193,8 @@ def test_a_spread_job_runs_on_both_nodes_with_its_data_in_object_storage(
     for rank in (0, 1):  # written on each node, streamed back through its actor
         log = (Path(result["log_dir"]) / f"worker-{rank}.log").read_text()
         assert f"rank {rank} of 2, on " in log
+    here, spread = result["predicted"]
+    assert len(here) == 80 and spread == here  # every row, in order, as scored here
     assert fsspec.filesystem("s3").find(f"{s3_bucket}/staging") == []
 
 

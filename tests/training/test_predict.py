@@ -1,13 +1,16 @@
 """Batch prediction with real models and real workers: every built-in that keeps a model scores
 rows as the model itself does, on 1 worker or split over 3 (the input's order kept), through
-the API and the CLI; bad input is one line naming it, and writes nothing."""
+the API and the CLI; over several workers the rows, the model and the parts pass through the
+job's staging (object storage, or a folder given); bad input is one line naming it, and
+writes nothing."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import fsspec
 import lightgbm as lgb
 import numpy as np
 import pytest
@@ -15,9 +18,12 @@ import xgboost as xgb
 
 from scaletune.api import Session
 from scaletune.api._job import TrainingJob
+from scaletune.cluster import Backend, LocalBackend
 from scaletune.data import prepare_breast_cancer
 from scaletune.spec import training_spec_from_dict
 from scaletune.store import JobStatus, TrainingJobRecord
+from scaletune.training import BatchPredictor, read_input
+from scaletune.worker import WorkerTask
 from tests.cli.test_cli import _cli
 from tests.jobs import run_job
 
@@ -102,6 +108,60 @@ def test_the_cli_writes_one_prediction_a_row_and_takes_a_tuning_jobs_best(
     assert best.read_text() == output.read_text()
 
 
+class _Recorded:
+    """The session's backend, keeping the tasks it is handed: what a worker on another machine
+    would be told to read and write."""
+
+    def __init__(self, backend: Any) -> None:
+        self.backend, self.tasks = backend, list[WorkerTask]()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.backend, name)
+
+    def launch(self, tasks: list[WorkerTask], *args: Any, **kwargs: Any) -> Any:
+        self.tasks += tasks
+        return self.backend.launch(tasks, *args, **kwargs)
+
+    def places(self) -> list[str]:
+        """Every file or folder the tasks name for the rows, the model and the parts."""
+        places = []
+        for task in self.tasks:
+            settings = task.hyperparameters
+            files = task.channels["data"].files
+            places += [settings.model_dir, settings.output_dir, str(files.features)]  # type: ignore[attr-defined]
+        return places
+
+
+def test_over_workers_rows_model_and_parts_pass_through_the_jobs_staging_or_one_given(
+    store_path: Path, s3_bucket: str, tmp_path: Path
+) -> None:
+    # Workers of its own, started once the local S3's address is set for them to inherit.
+    with LocalBackend(warm_pool=False) as local, Session(store_path, backend=local) as session:
+        staging = f"{s3_bucket}/staging"
+        job = {**JOBS["xgboost"], "cluster": {"staging": staging}}
+        record = run_job(
+            session, training_spec_from_dict({"algorithm": "xgboost", "instance_count": 2, **job})
+        )
+        assert record.status is JobStatus.COMPLETED, record.failure_reason
+        assert not str(record.artifact).startswith("s3://")  # published here: it is staged
+        backend = _Recorded(local)
+        predictor = BatchPredictor(session.store, cast(Backend, backend))  # it delegates
+        rows = read_input("breast-cancer")
+        here = predictor.predict(record.id, rows)
+        spread = predictor.predict(record.id, rows, instance_count=2)
+        np.testing.assert_array_equal(spread.values, here.values)
+        assert len(backend.tasks) == 2
+        assert all(place.startswith(f"{staging}/scaletune-") for place in backend.places())
+        assert fsspec.filesystem("s3").find(staging) == []  # removed once the parts are read
+
+        shared = tmp_path / "shared"  # a folder every node would mount, given for this call
+        backend.tasks.clear()
+        again = predictor.predict(record.id, rows, instance_count=2, staging=shared)
+        np.testing.assert_array_equal(again.values, here.values)
+        assert all(place.startswith(f"{shared}/scaletune-") for place in backend.places())
+        assert list(shared.iterdir()) == []
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -109,6 +169,14 @@ def test_the_cli_writes_one_prediction_a_row_and_takes_a_tuning_jobs_best(
         (["--data", "digits"], "--data has 65 columns (digits:test); job"),
         (["--data", "breast-cancer", "--instance-count", "0"], "--instance-count 0: give 1 to"),
         (["--data", "breast-cancer:nope"], "--data 'breast-cancer:nope': breast-cancer has"),
+        (
+            ["--data", "breast-cancer", "--instance-count", "2", "--staging", "/dev/null/x"],
+            "--staging '/dev/null/x' cannot be written",
+        ),
+        (
+            ["--data", "breast-cancer", "--instance-count", "2", "--backend", "yarn"],
+            "--backend 'yarn': give one of local, ray",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_writes_nothing(

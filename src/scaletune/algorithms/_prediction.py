@@ -1,13 +1,22 @@
 """What each worker of a batch prediction runs: its shard of the rows scored with a job's
-published model, written where the controller collects the parts in rank order."""
+published model, written where the controller collects the parts in rank order. The model
+and the parts are at folders or URLs: with staging at a URL, a worker on another machine
+fetches the model and uploads its part."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from scaletune.data import filesystem, get_folder, join_url, reading
+from scaletune.data._table import FloatArray
+from scaletune.spec import is_url
 from scaletune.worker import WorkerContext
 
 INPUT_CHANNEL = "data"
@@ -19,12 +28,12 @@ class PredictionSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     algorithm: str
-    model_dir: str  # the job's published model, on a filesystem every worker sees
-    output_dir: str  # where each rank writes its part
+    model_dir: str  # the job's published model: a folder every worker sees, or a URL
+    output_dir: str  # where each rank writes its part: a folder or a URL
 
 
-def part_file(output_dir: Path, rank: int) -> Path:
-    return output_dir / f"part-{rank:05d}.npy"
+def part_name(rank: int) -> str:
+    return f"part-{rank:05d}.npy"
 
 
 def predict_rows(ctx: WorkerContext) -> None:
@@ -35,8 +44,45 @@ def predict_rows(ctx: WorkerContext) -> None:
     table = ctx.channel(INPUT_CHANNEL)
     assert table is not None
     algorithm = get_algorithm(settings.algorithm)
-    predicted = algorithm.predict(Path(settings.model_dir), table.features, ctx.threads)
-    target = part_file(Path(settings.output_dir), ctx.rank)
+    with _model_here(settings.model_dir) as model_dir:
+        predicted = algorithm.predict(model_dir, table.features, ctx.threads)
+    write_part(settings.output_dir, ctx.rank, predicted)
+
+
+@contextlib.contextmanager
+def _model_here(location: str) -> Iterator[Path]:
+    """The model as a folder on this machine: fetched into a temp folder from a URL."""
+    if not is_url(location):
+        yield Path(location)
+        return
+    with tempfile.TemporaryDirectory(prefix="scaletune-model-") as folder:
+        get_folder(location, Path(folder))
+        yield Path(folder)
+
+
+def write_part(output: str, rank: int, values: FloatArray) -> None:
+    """Whole or absent, so the controller never reads half a part: a rename on a folder, one
+    upload at a URL."""
+    if is_url(output):
+        buffer = io.BytesIO()
+        np.save(buffer, values)
+        url = join_url(output, part_name(rank))
+        with reading(url):
+            fs, path = filesystem(url)
+            fs.pipe_file(path, buffer.getvalue())
+        return
+    target = Path(output) / part_name(rank)
     written = target.with_suffix(".partial.npy")
-    np.save(written, predicted)
-    written.replace(target)  # whole or absent: the controller never reads half a part
+    np.save(written, values)
+    written.replace(target)
+
+
+def read_part(output: str, rank: int) -> FloatArray:
+    if not is_url(output):
+        values: FloatArray = np.load(Path(output) / part_name(rank))
+        return values
+    url = join_url(output, part_name(rank))
+    with reading(url):
+        fs, path = filesystem(url)
+        loaded: FloatArray = np.load(io.BytesIO(fs.cat_file(path)))
+    return loaded

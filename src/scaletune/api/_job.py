@@ -75,12 +75,14 @@ class TrainingJob:
         *,
         instance_count: int = 1,
         backend: Backend | None = None,
+        staging: Path | str | None = None,
     ) -> Predictions:
         """Score rows with this job's model (batch prediction): a CSV path or URL in a
         channel's format, a built-in dataset (`"breast-cancer"`, its test split, or
         `"digits:validation"`), a Table or a feature matrix. With `instance_count` above 1
         the rows are split over that many workers of `backend` (by default a local one,
-        started for the call) and come back in their order."""
+        started for the call) and come back in their order; they pass through `staging`
+        (by default the job's `cluster.staging`)."""
         from scaletune.training import BatchPredictor, read_input
 
         if isinstance(data, Table):
@@ -92,12 +94,12 @@ class TrainingJob:
             table = Table(features, np.zeros(len(features), np.float32), "an array")
         if backend is not None or instance_count == 1:
             predictor = BatchPredictor(self._store, backend)
-            return predictor.predict(self.id, table, instance_count=instance_count)
+            return predictor.predict(self.id, table, instance_count=instance_count, staging=staging)
         from scaletune.cluster import LocalBackend
 
         with LocalBackend() as local:
             return BatchPredictor(self._store, local).predict(
-                self.id, table, instance_count=instance_count
+                self.id, table, instance_count=instance_count, staging=staging
             )
 
     def wait(self, timeout: float | None = None) -> TrainingJobRecord:

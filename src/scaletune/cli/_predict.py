@@ -1,14 +1,23 @@
 """`scaletune predict JOB_ID --data ... --output FILE`: batch prediction with a finished job's
-model (SageMaker's batch transform), on this machine or split over N local workers."""
+model (SageMaker's batch transform), on this machine or split over N workers of the backend
+the job ran on (its staging carrying the rows between machines)."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from scaletune.cli._options import JsonOption, StoreOption, err, open_store
+from scaletune.cli._options import (
+    JsonOption,
+    RayAddressOption,
+    StoreOption,
+    err,
+    open_backend,
+    open_store,
+)
 from scaletune.cli._stdout import print_json
 from scaletune.errors import InvalidInputError
 
@@ -45,10 +54,27 @@ def predict(
         Path | None,
         typer.Option("--dataset-file", help="For --data bank-marketing or mnist: its files."),
     ] = None,
+    staging: Annotated[
+        str | None,
+        typer.Option(
+            "--staging",
+            help="With --instance-count: a folder every node mounts, or a URL, that the rows, "
+            "the model and the predictions pass through; default: the job's cluster.staging.",
+        ),
+    ] = None,
+    backend: Annotated[
+        str | None,
+        typer.Option(
+            "--backend",
+            help="With --instance-count: 'local' or 'ray'; default: the backend the job ran on.",
+        ),
+    ] = None,
+    ray_address: RayAddressOption = None,
     json_output: JsonOption = False,
     store: StoreOption = None,
 ) -> None:
     """Score a table with a finished job's model and write one prediction per row, in order."""
+    from scaletune.spec import BackendName, is_url
     from scaletune.training import BatchPredictor, read_input
 
     if (job_id is None) == (best_of is None):
@@ -59,17 +85,23 @@ def predict(
         raise InvalidInputError("--output: where to write the predictions is missing")
     if not output.parent.is_dir():
         raise InvalidInputError(f"--output {str(output)!r}: its folder does not exist")
+    names = [name.value for name in BackendName]
+    if backend is not None and backend not in names:
+        raise InvalidInputError(f"--backend {backend!r}: give one of {', '.join(names)}")
+    location = None if staging is None else staging if is_url(staging) else Path(staging)
     with open_store(store) as records:
         chosen = _best_trial(records, best_of) if best_of is not None else job_id or ""
         table = read_input(data, dataset_file)
+        here = BatchPredictor(records)
+        record, _, _ = here.check(chosen, table, instance_count=instance_count, staging=location)
         if instance_count == 1:
-            predictions = BatchPredictor(records).predict(chosen, table)
+            predictions = here.predict(chosen, table)
         else:
-            from scaletune.cluster import LocalBackend
-
-            with LocalBackend() as backend:
-                predictions = BatchPredictor(records, backend).predict(
-                    chosen, table, instance_count=instance_count
+            name = BackendName(backend or record.spec_view.backend)
+            workers = open_backend(name, ray_address, float(instance_count), warm_pool=False)
+            with contextlib.closing(workers):
+                predictions = BatchPredictor(records, workers).predict(
+                    chosen, table, instance_count=instance_count, staging=location
                 )
     partial = output.with_name(output.name + ".partial")
     predictions.write_csv(partial)

@@ -1,10 +1,15 @@
 """Batch prediction (SageMaker's batch transform): a finished job's published model scores a
 table, in this process or split over N workers of the session's backend, the rows coming
-back in the input's order. Bad input is refused before anything runs."""
+back in the input's order. Bad input is refused before anything runs.
+
+Over several workers the rows, the model and the parts pass through the job's staging (its
+`cluster.staging`, or one given), as a training job's data does: a shared folder or an
+object-storage URL lets the workers run on other machines of a Ray cluster."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass
@@ -16,17 +21,19 @@ from scaletune.algorithms import Algorithm, get_algorithm
 from scaletune.algorithms._prediction import (
     INPUT_CHANNEL,
     PredictionSettings,
-    part_file,
     predict_rows,
+    read_part,
 )
 from scaletune.cluster import Backend, free_port
 from scaletune.data import Table, TableFiles, read_csv_table
 from scaletune.data._channels import prepare_builtin
-from scaletune.data._remote import get_folder
+from scaletune.data._remote import get_folder, put_folder
 from scaletune.data._table import FloatArray
 from scaletune.errors import InvalidInputError, ScaletuneError
 from scaletune.spec import BuiltinDataset, ChannelName, is_url
 from scaletune.store import JobStatus, Store, TrainingJobRecord
+from scaletune.training._paths import stored_location
+from scaletune.training._staging import JobStaging, check_writable
 from scaletune.worker import ChannelShard, Exited, Failed, Rendezvous, WorkerTask
 
 SILENT_SECONDS = 60.0  # a prediction worker this long without a word has hung
@@ -82,14 +89,22 @@ class BatchPredictor:
         """`backend`: where a prediction over several workers runs (none: one, here)."""
         self.store, self.backend = store, backend
 
-    def predict(self, job_id: str, table: Table, *, instance_count: int = 1) -> Predictions:
-        record = self.store.get_training_job(job_id)
-        algorithm = _predicting(record)
-        if instance_count < 1 or instance_count > max(table.n_rows, 1):
-            raise InvalidInputError(
-                f"--instance-count {instance_count}: give 1 to {max(table.n_rows, 1)} "
-                f"(the table has {table.n_rows} rows)"
-            )
+    def predict(
+        self,
+        job_id: str,
+        table: Table,
+        *,
+        instance_count: int = 1,
+        staging: Path | str | None = None,
+    ) -> Predictions:
+        """`staging`: where the workers' rows, model and parts pass (a folder every node
+        mounts, or a URL); by default the job's own `cluster.staging`, and without one the
+        temp folder here (workers on this machine)."""
+        record, algorithm, location = self.check(
+            job_id, table, instance_count=instance_count, staging=staging
+        )
+        if instance_count > 1 and self.backend is None:
+            raise InvalidInputError(f"instance_count={instance_count} needs a backend to run on")
         started = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="scaletune-predict-") as scratch:
             folder = Path(scratch)
@@ -98,8 +113,36 @@ class BatchPredictor:
             if instance_count == 1:
                 values = algorithm.predict(model_dir, features, os.cpu_count() or 1)
             else:
-                values = self._on_workers(record, model_dir, features, instance_count, folder)
+                job_staging = JobStaging.create(location, f"{record.id}-predict", folder)
+                try:
+                    values = self._on_workers(
+                        record, model_dir, features, instance_count, job_staging
+                    )
+                finally:
+                    job_staging.remove()
         return Predictions(record.id, values, instance_count, time.monotonic() - started)
+
+    def check(
+        self,
+        job_id: str,
+        table: Table,
+        *,
+        instance_count: int = 1,
+        staging: Path | str | None = None,
+    ) -> tuple[TrainingJobRecord, Algorithm, Path | str | None]:
+        """Refuse bad input before any worker starts (one line naming it): the job, its
+        model, the worker count, the staging. The job, its algorithm and where it stages."""
+        record = self.store.get_training_job(job_id)
+        algorithm = _predicting(record)
+        if instance_count < 1 or instance_count > max(table.n_rows, 1):
+            raise InvalidInputError(
+                f"--instance-count {instance_count}: give 1 to {max(table.n_rows, 1)} "
+                f"(the table has {table.n_rows} rows)"
+            )
+        location = staging if staging is not None else stored_location(record.spec_view.staging)
+        if instance_count > 1:
+            check_writable(location, "--staging")
+        return record, algorithm, location
 
     def _on_workers(
         self,
@@ -107,18 +150,20 @@ class BatchPredictor:
         model_dir: Path,
         features: FloatArray,
         workers: int,
-        folder: Path,
+        staging: JobStaging,
     ) -> FloatArray:
+        assert self.backend is not None  # predict() refused this
         rows = Table(features, np.zeros(len(features), np.float32), "prediction input")
-        shard = ChannelShard(TableFiles.write(rows, folder / "input"), sharded=True)
-        output = folder / "output"
-        output.mkdir()
+        shard = ChannelShard(TableFiles.write(rows, staging.staged("input")), sharded=True)
+        output = staging.staged("output")
+        if isinstance(output, Path):
+            output.mkdir(parents=True)
         settings = PredictionSettings(
-            algorithm=record.algorithm, model_dir=str(model_dir), output_dir=str(output)
+            algorithm=record.algorithm,
+            model_dir=str(_staged_model(record, model_dir, staging)),
+            output_dir=str(output),
         )
-        if self.backend is None:
-            raise InvalidInputError(f"instance_count={workers} needs a backend to run on")
-        backend = self.backend
+        backend, folder = self.backend, staging.scratch
         host = backend.rendezvous_host
         tasks = [
             WorkerTask(
@@ -147,7 +192,7 @@ class BatchPredictor:
                     raise ScaletuneError(f"prediction with job {record.id!r} failed: {reasons[0]}")
         finally:
             group.release()  # finished workers go back warm; any other is killed
-        return np.concatenate([np.load(part_file(output, rank)) for rank in range(workers)])
+        return np.concatenate([read_part(str(output), rank) for rank in range(workers)])
 
 
 def _predicting(record: TrainingJobRecord) -> Algorithm:
@@ -174,6 +219,21 @@ def _local_model(record: TrainingJobRecord, scratch: Path) -> Path:
     local = scratch / "model"
     get_folder(artifact, local)
     return local
+
+
+def _staged_model(record: TrainingJobRecord, model_dir: Path, staging: JobStaging) -> Path | str:
+    """Where the workers read the model: its own URL if it was published at one, else a copy
+    in a shared staging, else the folder here."""
+    if record.artifact is not None and is_url(record.artifact):
+        return record.artifact
+    if not staging.shared:
+        return model_dir
+    staged = staging.staged("model")
+    if isinstance(staged, str):
+        put_folder(model_dir, staged)
+    else:
+        shutil.copytree(model_dir, staged)
+    return staged
 
 
 def _features(table: Table, width: int, job_id: str) -> FloatArray:

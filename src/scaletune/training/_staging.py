@@ -39,9 +39,18 @@ class JobStaging:
         return cls(staging / name, scratch)
 
     def data_folder(self, channel: ChannelName) -> Path | str:
+        return self.staged("data", channel.value)
+
+    def staged(self, *parts: str) -> Path | str:
+        """A place under the staging root: a path, or a URL."""
         if isinstance(self.root, str):
-            return join_url(self.root, "data", channel.value)
-        return self.root / "data" / channel.value
+            return join_url(self.root, *parts)
+        return self.root.joinpath(*parts)
+
+    @property
+    def shared(self) -> bool:
+        """Whether workers on other machines see it (not the controller's temp folder)."""
+        return self.root != self.scratch
 
     @property
     def model_dir(self) -> Path:
@@ -73,7 +82,7 @@ class JobStaging:
         if isinstance(self.root, str):
             with contextlib.suppress(Exception):
                 remove_url(self.root)
-        elif self.root != self.scratch:
+        elif self.shared:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
