@@ -162,11 +162,16 @@ def test_a_notice_to_a_dnn_worker_shrinks_the_job_at_a_checkpoint_with_nothing_r
     assert not pid_alive(script.groups[0][3])  # gone with its machine, not pooled
 
 
+# Rounds enough that a kill at round 6 lands while the job runs: the controller sees reports
+# in gathers (Timing.gather_seconds), and a dozen of breast cancer's rounds take less.
+ROUNDS = 60
+
+
 def _xgboost(**fields: Any) -> dict[str, Any]:
     return {
         "algorithm": "xgboost",
         "instance_count": {"min": 1, "max": 3},
-        "hyperparameters": {"num_round": 12, "max_depth": 3, "eval_metric": "auc"},
+        "hyperparameters": {"num_round": ROUNDS, "max_depth": 3, "eval_metric": "auc"},
         "channels": {"train": BREAST_CANCER, "validation": BREAST_CANCER},
         "checkpoint": {"every_steps": 4, "every_seconds": None},
         **fields,
@@ -191,7 +196,8 @@ def test_an_xgboost_job_shrunk_by_a_lost_worker_ends_with_the_fixed_size_auc(
     assert [a.size for a in attempts] == [3, 2]
     resumed = attempts[1].resumed_from_step  # the killed worker's peers may pass round 8
     assert resumed is not None and resumed % 4 == 0
-    assert [p.step for p in elastic.store.metrics(record.id, "train:auc")] == list(range(1, 13))
+    steps = [p.step for p in elastic.store.metrics(record.id, "train:auc")]
+    assert steps == list(range(1, ROUNDS + 1))
     assert record.final_metrics["validation:auc"] == pytest.approx(
         plain.final_metrics["validation:auc"], abs=1e-3
     )
@@ -203,7 +209,7 @@ def test_a_lightgbm_job_shrunk_by_a_lost_worker_grows_the_same_trees(
     raw = {
         **_xgboost(instance_count={"min": 2, "max": 3}),
         "algorithm": "lightgbm",
-        "hyperparameters": {"num_boost_round": 12, "num_leaves": 7, "metric": ["auc"]},
+        "hyperparameters": {"num_boost_round": ROUNDS, "num_leaves": 7, "metric": ["auc"]},
     }
     plain = _run(elastic, {**raw, "instance_count": 3}, Script())
     script = Script()
@@ -221,7 +227,7 @@ def test_a_lightgbm_job_shrunk_by_a_lost_worker_grows_the_same_trees(
     resumed = attempts[1].resumed_from_step  # the killed worker's peers may pass round 8
     assert resumed is not None and resumed % 4 == 0
     steps = [p.step for p in elastic.store.metrics(record.id, "validation:auc")]
-    assert steps == list(range(1, 13))
+    assert steps == list(range(1, ROUNDS + 1))
     # Bins from the whole channel at every size, and LightGBM's data-parallel learner alike
     # on 2 workers as on 3: the same trees as the job that kept its 3.
     models = [Path(r.artifact or "", "lightgbm-model.txt").read_text() for r in (plain, record)]

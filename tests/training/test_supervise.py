@@ -1,16 +1,39 @@
 """Which ending a broken attempt gets, and whether a retry may mend it: the cause told from its
-consequences (a peer's broken connection), including when the backend is slow to see a death."""
+consequences (a peer's broken connection), including when the backend is slow to see a death;
+and how often the controller looks while reports stream in."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 
+from scaletune.clock import SystemClock
+from scaletune.cluster import Group
+from scaletune.spec import training_spec_from_dict
 from scaletune.store import JobStatus
+from scaletune.training._attempt import JobRun
 from scaletune.training._ending import Ending, Fault
-from scaletune.training._supervise import ROOT_CAUSE_SECONDS, _with_root_cause, failure
-from scaletune.worker import Exited, Failed, LogOutput, WorkerEvent
+from scaletune.training._stopper import Stopper
+from scaletune.training._supervise import (
+    ROOT_CAUSE_SECONDS,
+    AttemptState,
+    Timing,
+    _with_root_cause,
+    failure,
+    supervise,
+)
+from scaletune.worker import (
+    CheckpointSaved,
+    Exited,
+    Failed,
+    Finished,
+    LogOutput,
+    Report,
+    WorkerEvent,
+)
 
 RESET = "XGBoostError: [12:00:01] socket.cc:81: Failed to recv: Connection reset by peer"
 TIMEOUT = "XGBoostError: Poll timeout: 3 seconds"
@@ -168,3 +191,73 @@ def test_network_faults_of_boosting_libraries_are_mended_by_a_retry(
     ending = failure([_failed(0, error)])
     assert ending.fault == Fault.INFRASTRUCTURE, ending
     assert (ending.reason or "").startswith(reason)
+
+
+class _Writes:
+    """The store's writer, as supervise hands it reports and checkpoints."""
+
+    def __init__(self) -> None:
+        self.steps: list[int] = []
+        self.checkpoints: list[int] = []
+
+    def metrics(self, points: list[Any]) -> None:
+        self.steps += sorted({point.step for point in points})
+
+    def rejected(self, items: list[Any]) -> None:
+        pass
+
+    def checkpoint(self, attempt: int, step: int) -> None:
+        self.checkpoints.append(step)
+
+
+def test_while_reports_stream_in_the_controller_lets_them_gather_between_looks(
+    tmp_path: Path,
+) -> None:
+    def report(step: int) -> Report:
+        return Report(0, step, {"validation:auc": 0.5 + step / 100}, float(step))
+
+    group = ScriptedGroup(
+        [
+            [report(1)],
+            [report(2), report(3)],  # reports alone: the next look waits
+            [report(4), LogOutput(0, "a line\n")],  # anything else: the next look is at once
+            [report(5)],
+            [CheckpointSaved(0, 5, 0.1)],
+            [Finished(0)],
+        ]
+    )
+    spec = training_spec_from_dict(
+        {"algorithm": "xgboost", "channels": {"train": {"dataset": "breast-cancer"}}}
+    )
+    writes = _Writes()
+    reported: list[int] = []
+    job = SimpleNamespace(spec=spec, paths=SimpleNamespace(log_path=lambda rank: tmp_path / "log"))
+    run = SimpleNamespace(
+        job=job,
+        writer=writes,
+        stop=Stopper(),
+        started=SystemClock().monotonic(),
+        on_report=lambda event: reported.append(event.step),
+    )
+    slept: list[tuple[int, float]] = []  # (the looks so far, how long)
+    timing = Timing(
+        poll_seconds=0.05,
+        stop_check_seconds=60.0,
+        metrics_flush_seconds=60.0,
+        stop_grace_seconds=5.0,
+        gather_seconds=0.02,
+        sleep=lambda seconds: slept.append((group.polls, seconds)),
+    )
+    ending = supervise(
+        cast(JobRun, run),
+        cast(Group, group),
+        AttemptState(number=1, size=1),
+        asked_to_stop=lambda: False,
+        clock=SystemClock(),
+        timing=timing,
+    )
+    assert ending.status is JobStatus.COMPLETED
+    assert slept == [(1, 0.02), (2, 0.02), (4, 0.02)]  # after the looks that found reports alone
+    assert reported == [1, 2, 3, 4, 5]
+    assert (writes.steps, writes.checkpoints) == ([1, 2, 3, 4, 5], [5])
+    assert (tmp_path / "log").read_text() == "a line\n"

@@ -81,6 +81,7 @@ class TrainingController:
         stop_check_seconds: float = 0.5,
         metrics_flush_seconds: float = 0.5,
         stop_grace_seconds: float = 5.0,
+        report_gather_seconds: float = 0.02,
         tracking: Tracking | None = None,
     ) -> None:
         self.store = store
@@ -93,6 +94,7 @@ class TrainingController:
             # Batched so the controller costs the workers little CPU; flushed at the end.
             metrics_flush_seconds=metrics_flush_seconds,
             stop_grace_seconds=stop_grace_seconds,  # then workers are killed
+            gather_seconds=report_gather_seconds,  # at most 50 looks a second while streaming
         )
         self.datasets = PreparedDatasets()  # built-in datasets, prepared once for all jobs
         self.tracking = tracking or Tracking(jobs_dir)  # MLflow, TensorBoard

@@ -7,6 +7,7 @@ import dataclasses
 import math
 import re
 import signal
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,12 @@ class Timing:
     stop_check_seconds: float
     metrics_flush_seconds: float
     stop_grace_seconds: float
+    # While reports stream in (a boosting round's every millisecond), the controller lets
+    # them gather this long between looks rather than waking for each: each wake takes a
+    # core from the workers' threads, and a round waits for its slowest thread. Anything
+    # else a worker sends (an error, its end, a checkpoint) is seen at the next look.
+    gather_seconds: float = 0.0
+    sleep: Callable[[float], None] = time.sleep
 
 
 def supervise(
@@ -64,12 +71,17 @@ def supervise(
     stopping: Ending | None = None  # set once the workers were asked to stop
     grace_ends = float("inf")
     servers_told = False  # ParameterServerStrategy: the servers told that the chief is done
+    streaming = False  # the last look found reports alone: the next waits for more
     while len(finished) < spec.tasks_at(state.size):
         now = clock.monotonic()
         failures: list[Failed | Exited] = []
         noticed = False  # a worker's machine is going, and it is news
         wait = min(timing.poll_seconds, max(min(deadline, grace_ends) - now, 0.0))
-        for event in group.poll(wait):
+        if streaming:
+            timing.sleep(min(timing.gather_seconds, wait))
+        events = group.poll(wait)
+        streaming = bool(events) and all(isinstance(event, Report) for event in events)
+        for event in events:
             if isinstance(event, Report):
                 for name, value in event.metrics.items():
                     state.pending.append(MetricPoint(name, event.step, value, event.time))
