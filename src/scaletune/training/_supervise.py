@@ -77,7 +77,7 @@ def supervise(
         failures: list[Failed | Exited] = []
         noticed = False  # a worker's machine is going, and it is news
         wait = min(timing.poll_seconds, max(min(deadline, grace_ends) - now, 0.0))
-        if streaming:
+        if streaming and timing.gather_seconds > 0:
             timing.sleep(min(timing.gather_seconds, wait))
         events = group.poll(wait)
         streaming = bool(events) and all(isinstance(event, Report) for event in events)
