@@ -61,28 +61,19 @@ def _model_here(location: str) -> Iterator[Path]:
 
 
 def write_part(output: str, rank: int, values: FloatArray) -> None:
-    """Whole or absent, so the controller never reads half a part: a rename on a folder, one
-    upload at a URL."""
-    if is_url(output):
-        buffer = io.BytesIO()
-        np.save(buffer, values)
-        url = join_url(output, part_name(rank))
-        with reading(url):
-            fs, path = filesystem(url)
-            fs.pipe_file(path, buffer.getvalue())
-        return
-    target = Path(output) / part_name(rank)
-    written = target.with_suffix(".partial.npy")
-    np.save(written, values)
-    written.replace(target)
-
-
-def read_part(output: str, rank: int) -> FloatArray:
-    if not is_url(output):
-        values: FloatArray = np.load(Path(output) / part_name(rank))
-        return values
+    """This rank's part, in a folder or at a URL alike (fsspec serves both). The controller
+    reads the parts only once every worker has finished."""
+    buffer = io.BytesIO()
+    np.save(buffer, values)
     url = join_url(output, part_name(rank))
     with reading(url):
         fs, path = filesystem(url)
-        loaded: FloatArray = np.load(io.BytesIO(fs.cat_file(path)))
-    return loaded
+        fs.pipe_file(path, buffer.getvalue())
+
+
+def read_part(output: str, rank: int) -> FloatArray:
+    url = join_url(output, part_name(rank))
+    with reading(url):
+        fs, path = filesystem(url)
+        values: FloatArray = np.load(io.BytesIO(fs.cat_file(path)))
+    return values

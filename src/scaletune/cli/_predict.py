@@ -92,17 +92,17 @@ def predict(
     with open_store(store) as records:
         chosen = _best_trial(records, best_of) if best_of is not None else job_id or ""
         table = read_input(data, dataset_file)
-        here = BatchPredictor(records)
-        record, _, _ = here.check(chosen, table, instance_count=instance_count, staging=location)
+        # Checked before a backend starts (a Ray instance takes seconds to start).
+        plan = BatchPredictor(records).check(
+            chosen, table, instance_count=instance_count, staging=location
+        )
         if instance_count == 1:
-            predictions = here.predict(chosen, table)
+            predictions = BatchPredictor(records).run(plan)
         else:
-            name = BackendName(backend or record.spec_view.backend)
+            name = BackendName(backend or plan.record.spec_view.backend)
             workers = open_backend(name, ray_address, float(instance_count), warm_pool=False)
             with contextlib.closing(workers):
-                predictions = BatchPredictor(records, workers).predict(
-                    chosen, table, instance_count=instance_count, staging=location
-                )
+                predictions = BatchPredictor(records, workers).run(plan)
     partial = output.with_name(output.name + ".partial")
     predictions.write_csv(partial)
     partial.replace(output)  # whole or absent

@@ -25,9 +25,8 @@ from scaletune.algorithms._prediction import (
     read_part,
 )
 from scaletune.cluster import Backend, free_port
-from scaletune.data import Table, TableFiles, read_csv_table
+from scaletune.data import Table, TableFiles, get_folder, put_folder, read_csv_table
 from scaletune.data._channels import prepare_builtin
-from scaletune.data._remote import get_folder, put_folder
 from scaletune.data._table import FloatArray
 from scaletune.errors import InvalidInputError, ScaletuneError
 from scaletune.spec import BuiltinDataset, ChannelName, is_url
@@ -82,6 +81,18 @@ def read_input(data: str, dataset_file: Path | None = None) -> Table:
     return read_csv_table(data if is_url(data) else Path(data))
 
 
+@dataclass(frozen=True)
+class PredictionPlan:
+    """A prediction checked and ready to run: whose model, on what, on how many workers, and
+    where those workers' rows, model and parts pass (None: a temp folder here)."""
+
+    record: TrainingJobRecord
+    algorithm: Algorithm
+    table: Table
+    instance_count: int
+    staging: Path | str | None
+
+
 class BatchPredictor:
     """Scores tables with the models of a store's finished jobs, on a backend's workers."""
 
@@ -100,27 +111,7 @@ class BatchPredictor:
         """`staging`: where the workers' rows, model and parts pass (a folder every node
         mounts, or a URL); by default the job's own `cluster.staging`, and without one the
         temp folder here (workers on this machine)."""
-        record, algorithm, location = self.check(
-            job_id, table, instance_count=instance_count, staging=staging
-        )
-        if instance_count > 1 and self.backend is None:
-            raise InvalidInputError(f"instance_count={instance_count} needs a backend to run on")
-        started = time.monotonic()
-        with tempfile.TemporaryDirectory(prefix="scaletune-predict-") as scratch:
-            folder = Path(scratch)
-            model_dir = _local_model(record, folder)
-            features = _features(table, algorithm.model_width(model_dir), record.id)
-            if instance_count == 1:
-                values = algorithm.predict(model_dir, features, os.cpu_count() or 1)
-            else:
-                job_staging = JobStaging.create(location, f"{record.id}-predict", folder)
-                try:
-                    values = self._on_workers(
-                        record, model_dir, features, instance_count, job_staging
-                    )
-                finally:
-                    job_staging.remove()
-        return Predictions(record.id, values, instance_count, time.monotonic() - started)
+        return self.run(self.check(job_id, table, instance_count=instance_count, staging=staging))
 
     def check(
         self,
@@ -129,9 +120,9 @@ class BatchPredictor:
         *,
         instance_count: int = 1,
         staging: Path | str | None = None,
-    ) -> tuple[TrainingJobRecord, Algorithm, Path | str | None]:
+    ) -> PredictionPlan:
         """Refuse bad input before any worker starts (one line naming it): the job, its
-        model, the worker count, the staging. The job, its algorithm and where it stages."""
+        model, the worker count, the staging."""
         record = self.store.get_training_job(job_id)
         algorithm = _predicting(record)
         if instance_count < 1 or instance_count > max(table.n_rows, 1):
@@ -142,7 +133,27 @@ class BatchPredictor:
         location = staging if staging is not None else stored_location(record.spec_view.staging)
         if instance_count > 1:
             check_writable(location, "--staging")
-        return record, algorithm, location
+        return PredictionPlan(record, algorithm, table, instance_count, location)
+
+    def run(self, plan: PredictionPlan) -> Predictions:
+        """A checked prediction, scored here or on this predictor's backend."""
+        record, algorithm, workers = plan.record, plan.algorithm, plan.instance_count
+        if workers > 1 and self.backend is None:
+            raise InvalidInputError(f"instance_count={workers} needs a backend to run on")
+        started = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="scaletune-predict-") as scratch:
+            folder = Path(scratch)
+            model_dir = _local_model(record, folder)
+            features = _features(plan.table, algorithm.model_width(model_dir), record.id)
+            if workers == 1:
+                values = algorithm.predict(model_dir, features, os.cpu_count() or 1)
+            else:
+                job_staging = JobStaging.create(plan.staging, f"{record.id}-predict", folder)
+                try:
+                    values = self._on_workers(record, model_dir, features, workers, job_staging)
+                finally:
+                    job_staging.remove()
+        return Predictions(record.id, values, workers, time.monotonic() - started)
 
     def _on_workers(
         self,
