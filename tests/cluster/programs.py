@@ -318,6 +318,16 @@ def lightgbm_held_at_round_5_until_stopped(ctx: WorkerContext) -> None:
     train_lightgbm(ctx)
 
 
+def lightgbm_chief_killed_after_its_last_round(ctx: WorkerContext) -> None:
+    """Built-in LightGBM whose rank 0 is killed (SIGKILL) on its first attempt once it has
+    trained every round (and saved their checkpoint), as it would be uploading the model."""
+    from scaletune.algorithms.lightgbm._program import train_lightgbm
+
+    train_lightgbm(ctx)
+    if ctx.rank == 0 and ctx.task.attempt == 1:
+        _signal_self(signal.SIGKILL)()
+
+
 COUNTED_STEPS = 40
 
 

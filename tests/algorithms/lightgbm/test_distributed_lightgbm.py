@@ -90,7 +90,7 @@ def test_a_stop_keeps_a_checkpoint_and_the_resume_grows_the_same_trees(session: 
     (attempt,) = session.store.attempts.of(stopped.id)
     assert attempt.checkpoint_step is not None and attempt.checkpoint_step >= 4
     resumed = session.controller.run(session.controller.prepare_resume(stopped.id))
-    assert resumed.status is JobStatus.COMPLETED, resumed.failure_reason
+    assert resumed.status is JobStatus.COMPLETED, session.store.attempts.of(resumed.id)
     steps = [p.step for p in session.store.metrics(resumed.id, "validation:auc")]
     assert steps == list(range(1, 13))  # each round once
     assert _trees(resumed) == _trees(plain)  # no sampling: the very trees
@@ -111,6 +111,24 @@ def test_a_killed_worker_is_retried_from_its_checkpoint(session: Session) -> Non
     assert record.final_metrics == plain.final_metrics  # the test channel's AUC too
     assert "test:auc" in record.final_metrics
     assert _trees(record) == _trees(plain)
+
+
+def test_a_retry_from_the_last_rounds_checkpoint_grows_nothing_and_completes(
+    session: Session,
+) -> None:
+    spec = _spec(
+        2,
+        channels={"train": CHANNEL, "validation": CHANNEL, "test": CHANNEL},
+        checkpoint={"every_steps": 4, "every_seconds": None},
+    )
+    plain = _run(session, spec)
+    record = _run(session, spec, programs.lightgbm_chief_killed_after_its_last_round)
+    assert record.status is JobStatus.COMPLETED, session.store.attempts.of(record.id)
+    first, second = session.store.attempts.of(record.id)
+    assert (first.reason or "").startswith("worker 0 exited unexpectedly"), first.reason
+    assert second.resumed_from_step == 12
+    assert _trees(record) == _trees(plain)
+    assert record.final_metrics == plain.final_metrics  # the test channel's AUC too
 
 
 @pytest.mark.parametrize(

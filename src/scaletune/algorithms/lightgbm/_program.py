@@ -30,9 +30,9 @@ BIN_SAMPLE_BLOCKS = 16
 def train_lightgbm(ctx: WorkerContext) -> None:
     hyperparameters = ctx.task.hyperparameters
     assert isinstance(hyperparameters, LightGBMHyperparameters)  # the controller built it
-    params = hyperparameters.booster_params(seed=ctx.task.seed, num_threads=ctx.threads)
-    bins = _bins(ctx, params)  # before the network: found from the whole channel, here
-    params.update(network_params(ctx))
+    local = hyperparameters.booster_params(seed=ctx.task.seed, num_threads=ctx.threads)
+    bins = _bins(ctx, local)  # before the network: found from the whole channel, here
+    params = {**local, **network_params(ctx)}
     train = _dataset(ctx.channel("train"), params, reference=bins)
     assert train is not None  # the algorithm's check: a train channel
     valid = {
@@ -40,27 +40,24 @@ def train_lightgbm(ctx: WorkerContext) -> None:
         for name in ("validation",)
         if (dataset := _dataset(ctx.channel(name), params, reference=train)) is not None
     }
-    start, init_model = _resume_point(ctx)
+    start, booster = _resume_point(ctx)
     rounds = hyperparameters.num_boost_round
     with communicator(ctx), _network_freed(ctx):
-        report = _Reports(ctx, Agreement(ctx, start, period=1))
-        booster = lgb.train(
-            params,
-            train,
-            num_boost_round=rounds - start,
-            valid_sets=list(valid.values()),
-            valid_names=list(valid),
-            init_model=init_model,
-            keep_training_booster=True,
-            callbacks=[report],
-        )
-        test = ctx.channel("test")  # replicated: every rank scores it alike, rank 0 reports
-        if test is not None:
-            scored = _dataset(test, params, reference=train)
-            assert scored is not None
-            # As lgb.train does its validation sets: the resumed model's scores start it.
-            scored.set_reference(train)
-            ctx.report(rounds, **_metrics(booster.eval(scored, "test")))
+        # A checkpoint of the last round (its attempt failed after it) leaves none to grow.
+        if booster is None or start < rounds:
+            booster = lgb.train(
+                params,
+                train,
+                num_boost_round=rounds - start,
+                valid_sets=list(valid.values()),
+                valid_names=list(valid),
+                init_model=booster,
+                keep_training_booster=True,
+                callbacks=[_Reports(ctx, Agreement(ctx, start, period=1))],
+            )
+    test = ctx.channel("test")  # replicated: every rank scores it alike, rank 0 reports
+    if test is not None:
+        ctx.report(rounds, **_scores(booster, test, local, "test"))
     if ctx.is_chief:
         booster.save_model(str(ctx.model_dir / MODEL_FILE), num_iteration=-1)
         (ctx.model_dir / "hyperparameters.json").write_text(
@@ -128,6 +125,23 @@ def _dataset(
         params=_dataset_params(params),
         free_raw_data=False,
     )
+
+
+def _scores(
+    booster: lgb.Booster, table: Table, params: dict[str, object], name: str
+) -> dict[str, float]:
+    """The model's metrics on `table`, LightGBM's own: its raw scores start a booster of no
+    trees over the rows, which evaluates them as its training data (no network, and no
+    training set of the model's needed: a model loaded from a checkpoint has none)."""
+    scored = lgb.Dataset(
+        table.features,
+        label=table.labels,
+        init_score=booster.predict(table.features, raw_score=True),
+        params=_dataset_params(params),
+    )
+    scorer = lgb.Booster(params=params, train_set=scored)
+    scorer.set_train_data_name(name)
+    return _metrics(scorer.eval_train())
 
 
 def _resume_point(ctx: WorkerContext) -> tuple[int, lgb.Booster | None]:
