@@ -122,6 +122,35 @@ def test_a_script_failing_on_one_rank_fails_the_job_with_its_stderr(
     )
 
 
+@pytest.mark.parametrize(
+    ("signal_name", "said"),
+    [
+        # Its own crash (a C++ library's std::terminate): its last words say why.
+        ("SIGABRT", ": terminate called after throwing gloo::IoException | what(): closed"),
+        ("SIGKILL", ""),  # a kill from outside: what it last wrote says nothing of it
+    ],
+    ids=["crashed", "killed"],
+)
+def test_a_script_ended_by_a_signal_fails_with_its_last_words_when_it_crashed(
+    session: Session, tmp_path: Path, signal_name: str, said: str
+) -> None:
+    spec = _script_job(
+        tmp_path,
+        "import os, signal, sys, time\n"
+        "if os.environ['RANK'] == '1':\n"
+        "    print('terminate called after throwing gloo::IoException', file=sys.stderr)\n"
+        "    print('  what(): closed', file=sys.stderr, flush=True)\n"
+        f"    os.kill(os.getpid(), signal.{signal_name})\n"
+        "time.sleep(60)\n",
+        retry={"max_attempts": 0},
+    )
+    record = _run(session, spec)
+    assert record.status is JobStatus.FAILED
+    assert record.failure_reason == (
+        f"worker 1 failed: ScriptError: job.py was killed by {signal_name}{said}"
+    )
+
+
 def test_a_regex_that_never_matches_leaves_the_job_without_that_metric(
     session: Session, tmp_path: Path
 ) -> None:

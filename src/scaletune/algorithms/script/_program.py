@@ -86,14 +86,23 @@ def run_script(ctx: WorkerContext) -> None:
             reader.join()
     if stopped:
         return  # asked to stop: the job ends as Stopped, not Failed
-    if process.returncode < 0:  # not its own error: killed from outside (OOM killer, kill -9)
-        raise ScriptError(f"{script.entry_point} was killed by {_signal_name(-process.returncode)}")
+    last = " | ".join(line.strip() for line in list(tail)[-3:] if line.strip())
+    if process.returncode < 0:  # killed from outside (OOM killer, kill -9), or it crashed
+        number = -process.returncode
+        said = f": {last}" if last and number in _CRASH_SIGNALS else ""
+        raise ScriptError(f"{script.entry_point} was killed by {_signal_name(number)}{said}")
     if process.returncode != 0:
-        last = " | ".join(line.strip() for line in list(tail)[-3:] if line.strip())
         raise ScriptError(
             f"{script.entry_point} exited with code {process.returncode}"
             + (f": {last}" if last else "")
         )
+
+
+# Signals a process sends itself as it crashes (a C++ library's std::terminate, a bad
+# pointer): its last words on stderr say why. A kill from outside leaves nothing to read.
+_CRASH_SIGNALS = frozenset(
+    {signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL}
+)
 
 
 def _signal_name(number: int) -> str:
