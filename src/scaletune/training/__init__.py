@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from scaletune._lazy import lazy_names
 
 if TYPE_CHECKING:
-    from scaletune.training._controller import TrainingController, new_job_record
+    from scaletune.training._controller import TrainingController
     from scaletune.training._orphans import (
         controller_alive,
         process_alive,
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from scaletune.training._paths import JobPaths
     from scaletune.training._predict import BatchPredictor, Predictions, read_input
     from scaletune.training._prepared import PreparedJob
+    from scaletune.training._preparing import new_job_record
     from scaletune.training._stopper import Stopper
     from scaletune.training._stopping import StopRequest, request_job_stop, request_tuning_stop
 

@@ -108,6 +108,11 @@ def reported_step(checkpoint: Checkpoint) -> int | None:
     return None if saved is None else int(saved)
 
 
+def last_reported_step(store: Store, job_id: str) -> int | None:
+    """The highest step the job's reports in the store reached."""
+    return max((point.step for point in store.metrics(job_id)), default=None)
+
+
 def reports_stored(checkpoint: Checkpoint, stored_up_to: int | None) -> bool:
     """Whether every report up to the checkpoint is in the store. Reports reach the store
     in order, so `stored_up_to` (the highest step there) says how far they go. A checkpoint
