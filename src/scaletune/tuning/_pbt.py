@@ -267,6 +267,9 @@ class _Scheduler:
     def on_resumed(self, trial: int) -> None:
         pass
 
+    def bracket(self, trial: int) -> int | None:
+        return None
+
 
 def _integer(parameter: Range) -> bool:
     return isinstance(parameter, IntegerRange)

@@ -47,6 +47,10 @@ class Scheduler(Protocol):
         """A trial the scheduler may count as paused goes on (after a restart)."""
         ...
 
+    def bracket(self, trial: int) -> int | None:
+        """The trial's bracket, recorded with its result; None where there are none."""
+        ...
+
 
 class _NeverPauses:
     """For schedulers that only continue or stop: no promotions, no brackets."""
@@ -56,6 +60,9 @@ class _NeverPauses:
 
     def on_resumed(self, trial: int) -> None:
         pass
+
+    def bracket(self, trial: int) -> int | None:
+        return None
 
 
 class FIFOScheduler(_NeverPauses):

@@ -1,4 +1,5 @@
-"""From a tuning spec to the searcher that proposes and the scheduler that stops."""
+"""From a tuning spec to its search: the searcher that proposes and the scheduler that stops
+(for PBT, one population that does both)."""
 
 from __future__ import annotations
 
@@ -27,26 +28,65 @@ def goals_of(spec: TuningJobSpec) -> Goals:
     return Goals.of_spec(spec.all_objectives, spec.constraints)
 
 
+class Search:
+    """A tuning job's strategy as its loop sees it: a searcher that proposes trials and a
+    scheduler that judges their reports."""
+
+    def __init__(self, searcher: Searcher, scheduler: Scheduler) -> None:
+        self.searcher, self.scheduler = searcher, scheduler
+
+    def exhausted(self) -> bool:
+        """Asked when the searcher proposed nothing: whether it never will again (a grid
+        tried whole), which ends the search."""
+        return True
+
+    def may_propose(self, proposed: int, max_jobs: int) -> bool:
+        """Whether a new trial may still start, `proposed` of `max_jobs` so far (promotions
+        may come besides while trials run)."""
+        return proposed < max_jobs
+
+    def restored(self) -> None:
+        """The trials in the store were replayed into both faces (a resumed tuning job)."""
+
+
+class PopulationSearch(Search):
+    """PBT: one population is both faces. It proposes a new member when a running one is
+    exploited, and a copy starts from its donor's checkpoint."""
+
+    def __init__(self, population: PopulationBasedTraining) -> None:
+        super().__init__(population.searcher, population.scheduler)
+        self._population = population
+
+    def exhausted(self) -> bool:
+        return False  # a new member comes when a running one is exploited
+
+    def may_propose(self, proposed: int, max_jobs: int) -> bool:
+        return self._population.may_propose()
+
+    def restored(self) -> None:
+        self._population.restored()
+
+
 def make_search(
     spec: TuningJobSpec, *, has_checkpoint: Callable[[int], bool] | None = None
-) -> tuple[Searcher, Scheduler, PopulationBasedTraining | None]:
-    """The searcher and the scheduler of a tuning job; for PBT, both faces of one population
-    (returned too: the tuning loop tells it when a restore ends), which copies checkpoints
-    only from trials that `has_checkpoint`."""
+) -> Search:
+    """The searcher and the scheduler of a tuning job; for PBT, both faces of one population,
+    which copies checkpoints only from trials that `has_checkpoint`."""
     if spec.strategy is Strategy.PBT:
         assert spec.pbt is not None  # the spec refuses PBT without [pbt]
-        population = PopulationBasedTraining(
-            spec.ranges,
-            spec.objective_type,
-            spec.seed,
-            spec.pbt,
-            population=spec.population_size,
-            max_jobs=spec.max_jobs,
-            first=spec.first_points,
-            has_checkpoint=has_checkpoint,
+        return PopulationSearch(
+            PopulationBasedTraining(
+                spec.ranges,
+                spec.objective_type,
+                spec.seed,
+                spec.pbt,
+                population=spec.population_size,
+                max_jobs=spec.max_jobs,
+                first=spec.first_points,
+                has_checkpoint=has_checkpoint,
+            )
         )
-        return population.searcher, population.scheduler, population
-    return make_searcher(spec), make_scheduler(spec), None
+    return Search(make_searcher(spec), make_scheduler(spec))
 
 
 def make_searcher(spec: TuningJobSpec) -> Searcher:
