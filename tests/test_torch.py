@@ -1,8 +1,11 @@
 """scaletune.torch's AdaScale wrapper: its gain from hand-computed norms in one process, the
-optimiser's own rates left as they were, and a real 2-worker DDP script that uses it."""
+optimiser's own rates left as they were, and a real 2-worker DDP script that uses it; and
+`leave_group`, the end of a distributed script, on two real ranks."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +16,7 @@ from scaletune.algorithms.dnn import GradientNoiseScale
 from scaletune.api import Session
 from scaletune.spec import load_training_spec
 from scaletune.store import JobStatus
-from scaletune.torch import AdaScale
+from scaletune.torch import AdaScale, leave_group
 from tests.cli.test_cli import EXAMPLES
 from tests.jobs import run_job
 
@@ -102,3 +105,36 @@ def test_a_ddp_script_with_adascale_runs_on_two_workers(session: Session) -> Non
     assert all(1.0 <= gain <= 2.0 for gain in gains) and max(gains) > 1.05
     assert record.final_metrics["validation:accuracy"] > 0.85
     assert (Path(record.artifact or "") / "model.pt").exists()
+
+
+LEAVING = """
+import sys
+import torch.distributed as dist
+from scaletune.torch import leave_group
+dist.init_process_group("gloo", init_method=sys.argv[1], rank=int(sys.argv[2]), world_size=2)
+dist.all_reduce(__import__("torch").ones(1))
+print("before", end="")  # no newline: flushed by leave_group, not by a line's end
+leave_group()
+print("after")
+"""
+
+
+def test_leave_group_ends_each_rank_at_once_with_its_output_flushed(tmp_path: Path) -> None:
+    """Two real ranks: each prints, leaves (exit 0, its output all there) and runs nothing
+    past it. Without a process group it returns."""
+    script = tmp_path / "leaving.py"
+    script.write_text(LEAVING)
+    init = f"file://{tmp_path / 'rendezvous'}"
+    ranks = [
+        subprocess.Popen(
+            [sys.executable, str(script), init, str(rank)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for rank in range(2)
+    ]
+    for rank in ranks:
+        out, err = rank.communicate(timeout=120)
+        assert (rank.returncode, out) == (0, "before"), err
+    leave_group()  # this test's process has no group: it goes on

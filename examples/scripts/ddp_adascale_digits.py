@@ -24,7 +24,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 import scaletune
-from scaletune.torch import AdaScale
+from scaletune.torch import AdaScale, leave_group
 
 
 def main() -> None:
@@ -88,9 +88,9 @@ def main() -> None:
         out = Path(os.environ.get("SCALETUNE_MODEL_DIR", "."))
         torch.save(model.state_dict(), out / "model.pt")
     optimizer.close()
-    if world > 1:
-        dist.barrier()
-        dist.destroy_process_group()
+    # Every rank reaches the end before the group goes, and the process leaves without
+    # Python's shutdown, which Gloo's threads can abort (see leave_group).
+    leave_group()
 
 
 if __name__ == "__main__":

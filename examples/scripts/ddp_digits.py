@@ -30,7 +30,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 import scaletune
-from scaletune.torch import agreed
+from scaletune.torch import agreed, leave_group
 
 
 def main() -> None:
@@ -92,11 +92,9 @@ def main() -> None:
     if rank == 0:
         out = Path(os.environ.get("SCALETUNE_MODEL_DIR", "."))
         torch.save(model.state_dict(), out / "model.pt")
-    if world > 1:
-        # Every rank reaches the end before the group goes: a rank that tears down while a
-        # peer's last all-reduce is still in flight makes that peer abort.
-        dist.barrier()
-        dist.destroy_process_group()
+    # Every rank reaches the end before the group goes, and the process leaves without
+    # Python's shutdown, which Gloo's threads can abort (see leave_group).
+    leave_group()
 
 
 if __name__ == "__main__":

@@ -22,10 +22,12 @@ accumulation, divide each micro-batch's loss by `accumulation_steps`, as usual.
 `MicroBatchNorms` is that measurement, which the built-in classifier uses too where a worker
 accumulates micro-batches; with one micro-batch a worker under DDP it uses `FoldedNorms`, which
 needs no collective of its own. `agreed` is how a DDP script's ranks agree on a stop
-(`scaletune.StopRequest`) before they act on it."""
+(`scaletune.StopRequest`) before they act on it, and `leave_group` how they end."""
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any
 
 import torch
@@ -261,3 +263,19 @@ def agreed(flag: bool) -> bool:
     value = torch.tensor([1.0 if flag else 0.0], device=device)
     dist.all_reduce(value, op=dist.ReduceOp.MAX)
     return bool(value.item() > 0)
+
+
+def leave_group() -> None:
+    """The end of a distributed PyTorch script, on every rank: once all have reached it, the
+    process group ends and the process exits at once (code 0, stdout and stderr flushed),
+    without Python's shutdown. Gloo's threads may still be releasing the last collective's
+    tensors, which takes the GIL; a thread that asks for it while Python shuts down aborts
+    the process ("terminate called without an active exception", pytorch/pytorch#179291).
+    Without a process group (one process) it returns."""
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    dist.barrier()  # every rank is done with the group before any tears it down
+    dist.destroy_process_group()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

@@ -60,8 +60,10 @@ def test_a_notice_ends_a_ddp_script_at_its_epochs_checkpoint_and_nothing_is_redo
 ) -> None:
     """The worker tells the script the job goes on (`scaletune.stop_goes_on`) and SIGTERMs
     it; the example's ranks agree at the epoch's end, after its checkpoint, and leave."""
+    # Epochs enough that the notice lands before the last: it goes from the report of epoch
+    # 1 to the controller's next stop check (0.5 s), then to the scripts' next epoch end.
     spec = load_training_spec(
-        EXAMPLES / "script-ddp.toml", ["hyperparameters.epochs=3", "retry.max_attempts=0"]
+        EXAMPLES / "script-ddp.toml", ["hyperparameters.epochs=6", "retry.max_attempts=0"]
     )
     plain = _run(session, spec)
     job = session.controller.prepare(spec)
@@ -73,11 +75,13 @@ def test_a_notice_ends_a_ddp_script_at_its_epochs_checkpoint_and_nothing_is_redo
 
     record = session.controller.run(job, on_report=notice_at_epoch_1)
     assert record.status is JobStatus.COMPLETED, record.failure_reason
-    first, second = session.store.attempts.of(record.id)
+    attempts = session.store.attempts.of(record.id)
+    assert len(attempts) == 2, [(attempt.status, attempt.reason) for attempt in attempts]
+    first, second = attempts
     assert first.status is JobStatus.STOPPED
     assert (first.reason or "").startswith("worker 1 got a preemption notice (jobs notice, 30 s)")
     assert second.resumed_from_step is not None and second.steps_redone == 0
     metric = "validation:accuracy"
     curve, expected = _curve(session, record, metric), _curve(session, plain, metric)
-    assert [step for step, _ in curve] == [1, 2, 3]  # each epoch once
+    assert [step for step, _ in curve] == [1, 2, 3, 4, 5, 6]  # each epoch once
     assert [value for _, value in curve] == pytest.approx([v for _, v in expected], abs=1e-6)
