@@ -117,6 +117,8 @@ class TrainingController:
         start_time = earlier.start_time if earlier.start_time is not None else self.clock.time()
         started = self.clock.monotonic()
         self.store.mark_in_progress(job.id, start_time, os.getpid(), socket.gethostname())
+        first = AttemptState(len(self.store.attempts.of(job.id)) + 1, self._sizing.placeable(job))
+        scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{job.id}-"))
         book = RunBook(
             job,
             stop or Stopper(),
@@ -124,10 +126,11 @@ class TrainingController:
             started,
             earlier.wall_seconds or 0.0,
             Billing(billed_before(job.spec, earlier), started),
+            # Its thread is closed by the run's end: made after all that can fail before it.
             ReportWriter(self.store, job.id, job.paths.unsent_reports),
             LiveAttempt(),
-            Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{job.id}-")),
-            AttemptState(len(self.store.attempts.of(job.id)) + 1, self._sizing.placeable(job)),
+            scratch,
+            first,
         )
         interrupted = False
         try:

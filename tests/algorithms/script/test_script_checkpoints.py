@@ -60,10 +60,11 @@ def test_a_notice_ends_a_ddp_script_at_its_epochs_checkpoint_and_nothing_is_redo
 ) -> None:
     """The worker tells the script the job goes on (`scaletune.stop_goes_on`) and SIGTERMs
     it; the example's ranks agree at the epoch's end, after its checkpoint, and leave."""
-    # Epochs enough that the notice lands before the last: it goes from the report of epoch
-    # 1 to the controller's next stop check (0.5 s), then to the scripts' next epoch end.
+    # Epochs enough that the notice lands before the last (an epoch of digits takes 20 to
+    # 100 ms): it goes from the report of epoch 1 to the controller's next notice check
+    # (0.5 s), then to the scripts' next epoch end.
     spec = load_training_spec(
-        EXAMPLES / "script-ddp.toml", ["hyperparameters.epochs=6", "retry.max_attempts=0"]
+        EXAMPLES / "script-ddp.toml", ["hyperparameters.epochs=20", "retry.max_attempts=0"]
     )
     plain = _run(session, spec)
     job = session.controller.prepare(spec)
@@ -83,5 +84,5 @@ def test_a_notice_ends_a_ddp_script_at_its_epochs_checkpoint_and_nothing_is_redo
     assert second.resumed_from_step is not None and second.steps_redone == 0
     metric = "validation:accuracy"
     curve, expected = _curve(session, record, metric), _curve(session, plain, metric)
-    assert [step for step, _ in curve] == [1, 2, 3, 4, 5, 6]  # each epoch once
+    assert [step for step, _ in curve] == list(range(1, 21))  # each epoch once
     assert [value for _, value in curve] == pytest.approx([v for _, v in expected], abs=1e-6)
