@@ -17,6 +17,11 @@ class JobNotFoundError(InvalidInputError):
         self.job_id = job_id
 
 
+class CheckpointNotReadyError(InvalidInputError):
+    """The checkpoint a job would start from is not usable yet: the job that saves it has
+    not stored every report up to it (or saved none). Asked again later, it may be."""
+
+
 class StoreError(ScaletuneError):
     """The store cannot be opened or used (bad URL, schema version mismatch)."""
 

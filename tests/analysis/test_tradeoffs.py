@@ -210,7 +210,7 @@ def test_a_restart_brings_back_every_objective_for_the_searcher_and_the_rungs(
     tuner = TuningController(SimulatedTrialRunner(store, RisingCurves(), clock), clock=clock)
     run = _Run(tuner, tuning_id, spec)
     run.restore()
-    told = run.searcher._study.trials  # type: ignore[attr-defined]
+    told = run.search.searcher._study.trials  # type: ignore[attr-defined]
     completed = {
         t.trial_number: t
         for t in store.training_jobs_of(tuning_id)
@@ -221,7 +221,7 @@ def test_a_restart_brings_back_every_objective_for_the_searcher_and_the_rungs(
         assert told[number].values == pytest.approx(
             [trial.objective, trial.billable_seconds, trial.wall_seconds]
         )
-    scheduler = run.scheduler
+    scheduler = run.search.scheduler
     assert isinstance(scheduler, HyperbandScheduler) and isinstance(scheduler.ranking, ByTradeOff)
     first_rung = scheduler.ranking.points_at((0, 1))
     assert len(first_rung) == 12  # every trial reported step 1

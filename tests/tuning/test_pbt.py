@@ -3,6 +3,7 @@ member is copied, how settings are perturbed, the budget, and what a restart reb
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,13 @@ from typing import Any
 import pytest
 
 from scaletune.analysis import analytics_dataframe
-from scaletune.simulation import replay_tuning, simulate_tuning
+from scaletune.errors import CheckpointNotReadyError
+from scaletune.simulation import (
+    SimulatedClock,
+    SimulatedTrialRunner,
+    replay_tuning,
+    simulate_tuning,
+)
 from scaletune.spec import (
     CategoricalRange,
     ContinuousRange,
@@ -18,10 +25,11 @@ from scaletune.spec import (
     ObjectiveType,
     PBTSpec,
     Range,
+    TrainingJobSpec,
     tuning_spec_from_dict,
 )
 from scaletune.store import JobStatus, Store
-from scaletune.tuning import TrialResult, random_searcher
+from scaletune.tuning import TrialResult, TuningController, random_searcher
 from scaletune.tuning._pbt import PopulationBasedTraining
 from scaletune.tuning._schedulers import Decision
 from tests.simulated import RisingCurves
@@ -266,3 +274,46 @@ def test_a_pbt_job_replays_as_itself_or_as_another_strategy(store: Store) -> Non
     assert as_random.status is JobStatus.COMPLETED
     assert as_random.spec.get("pbt") is None
     assert analytics_dataframe(store, as_random.id)["ParentTrial"].isna().all()
+
+
+class _DonorsLate(SimulatedTrialRunner):
+    """A copy's start finds its donor's newest checkpoint not usable yet (its reports on
+    their way to the store, the checkpoint before it pruned): the first time, or always."""
+
+    def __init__(self, store: Store, clock: SimulatedClock, *, always: bool = False) -> None:
+        super().__init__(store, RisingCurves(), clock)
+        self.always, self.refused = always, Counter[int]()
+
+    def prepare(
+        self, spec: TrainingJobSpec, *, job_id: str, tuning_job_id: str, trial_number: int
+    ) -> int | None:
+        copy = spec.checkpoint.start_from is not None
+        if copy and (self.always or not self.refused[trial_number]):
+            self.refused[trial_number] += 1
+            raise CheckpointNotReadyError("checkpoint.start_from.job: no complete checkpoint yet")
+        return super().prepare(
+            spec, job_id=job_id, tuning_job_id=tuning_job_id, trial_number=trial_number
+        )
+
+
+@pytest.mark.parametrize("always", [False, True], ids=["late", "never"])
+def test_a_copy_waits_for_its_running_donors_checkpoint(store: Store, always: bool) -> None:
+    """A copy whose donor's checkpoint is not usable yet starts at a later round, not as a
+    trial that failed; one whose donor ends first (its reports all stored) fails."""
+    spec = tuning_spec_from_dict(_pbt_job(pbt={"perturbation_interval": 2}))
+    clock = SimulatedClock(1_000.0)
+    runner = _DonorsLate(store, clock, always=always)
+    controller = TuningController(runner, clock=clock)
+    tuning_id = controller.create(spec)
+    assert controller.run(tuning_id, spec).status is JobStatus.COMPLETED
+    trials = store.training_jobs_of(tuning_id)
+    copies = [t for t in trials if (t.trial_number or 0) >= 4]
+    assert copies and runner.refused  # copies were made, and refused at first
+    failed = [t for t in copies if t.status is JobStatus.FAILED]
+    if always:
+        assert failed == copies
+        assert all("no complete checkpoint yet" in (t.failure_reason or "") for t in failed)
+    else:
+        assert failed == [] and set(runner.refused.values()) == {1}
+        children = analytics_dataframe(store, tuning_id)["ParentTrial"].notna()
+        assert int(children.sum()) == len(copies)  # each one started from its donor

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from scaletune.algorithms import Algorithm
 from scaletune.checkpoints import Checkpoint, CheckpointError, CheckpointFolder
-from scaletune.errors import InvalidInputError, JobNotFoundError
+from scaletune.errors import CheckpointNotReadyError, InvalidInputError, JobNotFoundError
 from scaletune.spec import StartFrom, TrainingJobSpec
 from scaletune.store import MetricPoint, Store
 from scaletune.training._attempt import (
@@ -84,7 +84,7 @@ def read_inheritance(
         if start_from.step is not None:
             checkpoint = folder.at(start_from.step)
             if not reports_stored(checkpoint, stored_up_to):
-                raise InvalidInputError(
+                raise CheckpointNotReadyError(
                     f"{where}.step: job {donor.id!r}'s reports up to its checkpoint at step "
                     f"{start_from.step} are not all stored yet"
                 )
@@ -92,7 +92,7 @@ def read_inheritance(
             # Its newest checkpoint whose reports are stored: the copy's curve has no gap.
             found = resume_point(folder, stored_up_to)
             if found is None:
-                raise InvalidInputError(
+                raise CheckpointNotReadyError(
                     f"{where}.job: job {donor.id!r} has no complete checkpoint yet"
                 )
             checkpoint = found
