@@ -55,7 +55,7 @@ class TrialTable:
         self._id, self._spec, self._store, self._runner = tuning_id, spec, store, runner
         self._clock, self.search, self.goals, self.tally = clock, search, goals, tally
         # A parameter-server job's chief and servers run beside its workers, whatever its size.
-        self._extra_tasks = spec.training.task_count - spec.training.instance_count
+        self.extra_tasks = spec.training.task_count - spec.training.instance_count
         self.lock = threading.Lock()  # searcher and scheduler are used from trial threads
         self.running: dict[int, RunningTrial] = {}
         self.paused: dict[int, str] = {}  # trial number -> job id, waiting for a promotion
@@ -75,7 +75,7 @@ class TrialTable:
             record = self._store.get_training_job(job_id)
             trial.earlier_seconds = record.wall_seconds or 0.0
             trial.billable = (
-                fixed_size(record.instance_count + self._extra_tasks)
+                fixed_size(record.instance_count + self.extra_tasks)
                 if record.size_range is None  # an elastic trial's, at the sizes it ran at
                 else resized(lambda: self._store.attempts.of(job_id), self._clock.time)
             )

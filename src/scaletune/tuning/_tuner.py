@@ -214,8 +214,7 @@ class _Run:
                 self.tally.outcomes[trial.status] += 1
             ended = table.trial_result(trial.trial_number, trial, value, resource)
             searcher.restore(trial.trial_number, tuned, ended)
-        extra_tasks = self.spec.training.task_count - self.spec.training.instance_count
-        for report in past_reports(self.store, self.spec, self.goals, extra_tasks, trials):
+        for report in past_reports(self.store, self.spec, self.goals, table.extra_tasks, trials):
             searcher.on_report(report.number, report.step, report.value)
             scheduler.on_report(report.number, report.step, report.value, report.others)
         for number in continuing:
