@@ -67,13 +67,13 @@ ARMS: dict[str, dict[str, Any]] = {
 @contextmanager
 def _searcher_of(arm: str) -> Iterator[None]:
     """The tuning loop's searcher for this arm; the scheduler stays the spec's."""
-    from scaletune.tuning._strategy import make_search
+    from scaletune.tuning._strategy import Search, make_search
 
     settings = dict(ARMS[arm])
     endpoints = settings.pop("endpoints", False)
 
     def patched(spec: Any, **options: Any) -> Any:
-        _, scheduler, population = make_search(spec, **options)
+        scheduler = make_search(spec, **options).scheduler
         searcher: LastValueSearcher
         if endpoints:  # Optuna's TPE with `consider_endpoints` (deprecated; not offered)
             searcher = OptunaLastValueSearcher.for_spec(
@@ -81,7 +81,7 @@ def _searcher_of(arm: str) -> Iterator[None]:
             )
         else:
             searcher = LastValueSearcher(spec.ranges, spec.objective_type, spec.seed, **settings)
-        return searcher, scheduler, population
+        return Search(searcher, scheduler)
 
     with mock.patch("scaletune.tuning._tuner.make_search", patched):
         yield

@@ -131,10 +131,10 @@ def _clipped(config: Mapping[str, Any]) -> Config:
 @contextmanager
 def _searcher_of(arm: str) -> Iterator[None]:
     """The tuning loop's searcher for this arm; the scheduler stays the spec's."""
-    from scaletune.tuning._strategy import make_search
+    from scaletune.tuning._strategy import Search, make_search
 
     def patched(spec: Any, **options: Any) -> Any:
-        _, scheduler, population = make_search(spec, **options)
+        scheduler = make_search(spec, **options).scheduler
         kind = ARMS[arm]
         searcher: LastValueSearcher
         if kind == "multivariate":
@@ -143,7 +143,7 @@ def _searcher_of(arm: str) -> Iterator[None]:
             searcher = SyneKDESearcher(
                 spec.ranges, spec.seed, own_scale=kind == "kde-own-scale", first=()
             )
-        return searcher, scheduler, population
+        return Search(searcher, scheduler)
 
     with mock.patch("scaletune.tuning._tuner.make_search", patched):
         yield
