@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -21,6 +22,11 @@ class _Chief:
     asked: list[int] = field(default_factory=list)
     is_chief: bool = True
     checkpoints: None = None
+    judged: frozenset[int] = frozenset()  # WorkerTask.judged_steps
+
+    @property
+    def task(self) -> SimpleNamespace:
+        return SimpleNamespace(judged_steps=self.judged)
 
     def stop_requested(self) -> bool:
         self.asked.append(self.step)
@@ -83,3 +89,12 @@ def test_with_sampled_trees_the_ranks_also_agree_on_every_sampling_period() -> N
 def test_one_worker_agrees_with_itself_every_round() -> None:
     asked, stopped = _run(_Chief(world_size=1, stop_at=4), seconds_a_round=0.001, rounds=10)
     assert (asked, stopped) == ([1, 2, 3, 4], 4)
+
+
+def test_the_ranks_also_agree_at_every_step_the_tuner_judges() -> None:
+    # Rank 0 waited there for the verdict: a stop decided at rung 9 lands at 9, not some
+    # rounds on at the next agreement by the clock.
+    asked, stopped = _run(
+        _Chief(stop_at=9, judged=frozenset({3, 9})), seconds_a_round=0.0001, rounds=100
+    )
+    assert (asked, stopped) == ([1, 3, 9], 9)

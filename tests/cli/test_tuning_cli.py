@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -123,9 +124,16 @@ def test_tune_without_waiting_runs_on_in_the_background(
         return bool(shown["status"] == "Completed")
 
     wait_until(ended, timeout=120)
-    for child in psutil.Process().children():  # the background runner, once it exits
-        if "tuning" in " ".join(child.cmdline()):
-            child.wait(timeout=30)
+    # The background runner, once it exits: by the pid it recorded. (Picked from this
+    # process's children by command line, a child that ended meanwhile, a worker of the
+    # session's backend say, raised NoSuchProcess.)
+    from scaletune.api import Session
+
+    with Session(store_path) as session:
+        runner = session.store.get_tuning_job(started["id"]).controller_pid
+    assert runner is not None
+    with contextlib.suppress(psutil.NoSuchProcess):  # reaped already
+        psutil.Process(runner).wait(timeout=30)
     shown = json.loads(_cli(capsys, "tuning", "show", started["id"], "--json")[1])
     assert sum(shown["job_counts"].values()) == 2
     log = store_path.parent / "tuning" / f"{started['id']}.log"

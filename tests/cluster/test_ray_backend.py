@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -150,11 +151,16 @@ def test_a_tuning_job_of_8_trials_on_2_workers_each(
     assert summary.job_counts["Failed"] == 0 and summary.job_counts["Stopped"] >= 6
     assert summary.job_counts["Paused"] == 0
     assert set(summary.to_json_dict()) >= {"best_objective", "billable_seconds", "job_counts"}
+    for trial in trials:  # a stop reached the actors, held at the rung, right there
+        rung = re.search(r"rung (\d+): .* not in the best", trial.failure_reason or "")
+        if rung and trial.status is JobStatus.STOPPED:
+            steps = [p.step for p in ray_session.store.metrics(trial.id, "train:logloss")]
+            assert max(steps) == int(rung[1]), (trial.failure_reason, steps[-3:])
     for trial in trials:  # a promoted trial went on from its pause on fresh Ray actors
         attempts = ray_session.store.attempts.of(trial.id)
-        # Said in full when it fails. A known defect (issue 35's note, 2026-12-03): a trial
-        # whose workers finish all their rounds before the pause reaches them is recorded Paused
-        # with no checkpoint, and its promotion runs it again from the start.
+        # Said in full when it fails. Once a defect (issue 35's note, 2026-12-03): a trial
+        # whose workers finished all their rounds before the pause reached them was recorded
+        # Paused with no checkpoint. Its workers now wait at each rung for the verdict.
         seen = [
             (a.number, a.status.value, a.resumed_from_step, a.steps_redone, a.reason)
             for a in attempts

@@ -129,9 +129,10 @@ def test_a_replay_of_a_real_tuning_job_reproduces_its_decisions(
             "objective_metric": "validation:logloss",
             "objective_type": "Minimize",
             "strategy": "Hyperband",
-            # 243 rounds: a verdict at round 1 reaches the trial before it ends. At 9 (a few
-            # milliseconds) a trial on a busy machine sometimes ran to its end first, Completed
-            # where its replay, which has no such race, says Stopped (a clean-clone CI run).
+            # The workers wait at each rung for its verdict (WorkerTask.judged_steps), so a
+            # stop lands at its rung however busy the machine, as in the replay. Before they
+            # did, a trial sometimes ran to its end first even with 234 rounds to go (0.08 s):
+            # Completed where its replay says Stopped (the landing CI of fa3d34d).
             "hyperband": {"min_resource": 1, "max_resource": 243, "rank_by": "value"},
             "max_jobs": 6,
             "max_parallel_jobs": 1,  # a real job's report order is then its trial order

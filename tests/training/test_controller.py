@@ -5,6 +5,7 @@ import signal
 import socket
 import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from scaletune.errors import InvalidInputError
 from scaletune.spec import CapacityClass, TrainingJobSpec, training_spec_from_dict
 from scaletune.store import JobStatus, TrainingJobRecord
 from scaletune.training import Stopper, reconcile_orphan
-from scaletune.worker import RendezvousNeeds, WorkerProgram
+from scaletune.worker import RendezvousNeeds, Report, WorkerProgram
 from tests.cli.test_cli import _cli
 from tests.cluster import programs
 from tests.conftest import pid_alive, wait_until
@@ -194,6 +195,27 @@ def test_max_runtime_stops_the_job(session: Session) -> None:
     assert result[0].status is JobStatus.STOPPED
     assert result[0].failure_reason == "max_runtime_seconds=0.5 reached"
     assert not any(pid_alive(pid) for pid in group.pids)
+
+
+def test_a_verdict_slower_than_the_rest_of_the_job_still_lands_at_its_judged_step(
+    session: Session,
+) -> None:
+    # The rounds after 9 take about 0.1 s: a verdict that took longer, as on a busy machine,
+    # reached a job that had completed (a tuning job's decision hung on the machine's load).
+    spec = _spec(instance_count=2, hyperparameters={"num_round": 243, "eval_metric": "logloss"})
+    job = dataclasses.replace(session.controller.prepare(spec), judged_steps=frozenset({9}))
+    stop = Stopper()
+    verdict = "bracket 0 rung 9: 0.2 not in the best 1 of 3"
+
+    def judge(report: Report) -> None:
+        if report.step == 9:
+            time.sleep(0.5)  # the tuner, slow to decide: the workers wait
+            stop.request(JobStatus.STOPPED, verdict, early=True)
+
+    record = session.controller.run(job, stop, on_report=judge)
+    assert (record.status, record.failure_reason) == (JobStatus.STOPPED, verdict)
+    steps = [point.step for point in session.store.metrics(job.id, "validation:logloss")]
+    assert 9 <= max(steps) <= 10, steps
 
 
 def test_bad_data_is_refused_before_anything_is_written(session: Session, tmp_path: Path) -> None:

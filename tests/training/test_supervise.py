@@ -231,7 +231,11 @@ def test_while_reports_stream_in_the_controller_lets_them_gather_between_looks(
     )
     writes = _Writes()
     reported: list[int] = []
-    job = SimpleNamespace(spec=spec, paths=SimpleNamespace(log_path=lambda rank: tmp_path / "log"))
+    job = SimpleNamespace(
+        spec=spec,
+        paths=SimpleNamespace(log_path=lambda rank: tmp_path / "log"),
+        judged_steps=frozenset(),
+    )
     run = SimpleNamespace(
         job=job,
         writer=writes,

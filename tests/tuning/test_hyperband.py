@@ -58,6 +58,13 @@ def test_brackets_and_their_draw(hyperband: HyperbandScheduler) -> None:
     ]  # the same draw, whatever the order of asking
 
 
+def test_trials_wait_for_a_verdict_at_every_rung_below_max_resource(
+    hyperband: HyperbandScheduler,
+) -> None:
+    # Rungs 1 and 3 (bracket 0), 3 (bracket 1); at 9 a trial finishes by itself.
+    assert hyperband.judged_steps() == frozenset({1, 3})
+
+
 def test_the_worked_example(hyperband: HyperbandScheduler) -> None:
     def decide(trial: int, resource: int, value: float) -> Decision:
         return hyperband.on_report(trial, resource, value).decision

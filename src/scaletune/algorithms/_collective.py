@@ -5,6 +5,7 @@ them over its own network and agrees here."""
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import math
 import sys
@@ -62,7 +63,9 @@ class Agreement:
     and the rounds to the next agreement travel in this one (the other ranks add nothing).
     With sampled trees the ranks also agree on each sampling period's round, where a
     checkpoint can be taken. A stop requested lands at the next agreement; a checkpoint due
-    by count needs none (every rank counts the same)."""
+    by count needs none (every rank counts the same). They agree, too, at every step the
+    tuner judges (WorkerTask.judged_steps), where rank 0 waited for its verdict: a stop
+    decided there lands there."""
 
     def __init__(
         self,
@@ -79,6 +82,7 @@ class Agreement:
         # The stop agreed is one the job goes on from (WorkerContext.stop_goes_on), on every
         # rank alike: one rank may learn of a stop's kind later than another.
         self.goes_on = False
+        self._judged = sorted(ctx.task.judged_steps)
 
     def after(self, step: int) -> tuple[bool, bool]:
         ctx, checkpoints = self._ctx, self._ctx.checkpoints
@@ -97,6 +101,9 @@ class Agreement:
         self._next = step + int(wanted[2])
         if self._period > 1:  # and on every sampling period's round, where checkpoints fall
             self._next = min(self._next, (step // self._period + 1) * self._period)
+        later = bisect.bisect_right(self._judged, step)
+        if later < len(self._judged):
+            self._next = min(self._next, self._judged[later])
         return bool(wanted[0]), bool(wanted[1]) or by_count
 
     def _rounds_to_next(self, step: int) -> int:

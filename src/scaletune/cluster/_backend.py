@@ -36,6 +36,11 @@ class Group(Protocol):
         the job goes on from the checkpoint they save (WorkerContext.stop_goes_on)."""
         ...
 
+    def judged(self, step: int) -> None:
+        """The controller judged the report of `step` (any stop it brought asked already):
+        the reporting task, held there (WorkerTask.judged_steps), goes on."""
+        ...
+
     def silent_ranks(self, timeout: float) -> list[int]:
         """Ranks whose task still runs but from which nothing (report, output, heartbeat)
         came for `timeout` seconds: stopped (SIGSTOP), hung, or on a machine that is gone."""

@@ -25,6 +25,7 @@ from scaletune.errors import ClusterTooSmallError, LaunchAbandonedError, WorkerS
 from scaletune.spec import BackendName, CapacityClass, CapacityPlan, ClusterSpec
 from scaletune.worker import (
     GOES_ON,
+    JUDGED_FILE,
     Exited,
     Finished,
     Heartbeat,
@@ -32,6 +33,7 @@ from scaletune.worker import (
     Ready,
     WorkerEvent,
     WorkerTask,
+    write_whole,
 )
 
 KILL_GRACE_SECONDS = 2.0
@@ -306,9 +308,12 @@ class WorkerGroup:
         (saying whether the job goes on). A file, not a signal: a signal interrupts the
         collective's socket calls (EINTR)."""
         if self._stop_file is not None and not self._stop_file.exists():
-            partial = self._stop_file.with_name(f".{self._stop_file.name}.partial")
-            partial.write_text(GOES_ON if goes_on else "", encoding="utf-8")
-            partial.replace(self._stop_file)  # never seen half-written
+            write_whole(self._stop_file, GOES_ON if goes_on else "")
+
+    def judged(self, step: int) -> None:
+        """The judged file beside the stop file: a stop asked before it is seen first."""
+        if self._stop_file is not None:
+            write_whole(self._stop_file.with_name(JUDGED_FILE), str(step))
 
     def silent_ranks(self, timeout: float) -> list[int]:
         now = time.monotonic()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import importlib
 import os
 import pickle
@@ -23,6 +22,7 @@ from pathlib import Path
 
 from scaletune.data import put_folder
 from scaletune.worker import (
+    ControllerSignals,
     Failed,
     Finished,
     Heartbeat,
@@ -147,13 +147,13 @@ def run_payload(
     payload: bytes,
     send: Callable[[WorkerEvent], None],
     *,
-    stop_signal: Callable[[str], str | None] | None = None,
+    signals_for: Callable[[str], ControllerSignals] | None = None,
     log_path: Path | None = None,
 ) -> Finished | Failed:
     """Run one pickled task to its end; its reports go to `send` as they come.
 
-    A backend whose workers cannot see the controller's files passes `stop_signal` (asked
-    with the job's id) and a `log_path` of the worker's own.
+    A backend whose workers cannot see the controller's files passes `signals_for` (given
+    the job's id) and a `log_path` of the worker's own.
     """
     try:
         task = pickle.loads(payload)
@@ -163,14 +163,13 @@ def run_payload(
         )
     if log_path is not None:
         task = dataclasses.replace(task, log_path=log_path)
-    signal_for_job = None if stop_signal is None else functools.partial(stop_signal, task.job_id)
-    return _run(task, send, signal_for_job)
+    return _run(task, send, None if signals_for is None else signals_for(task.job_id))
 
 
 def _run(
     task: WorkerTask,
     send: Callable[[WorkerEvent], None],
-    stop_signal: Callable[[], str | None] | None,
+    signals: ControllerSignals | None,
 ) -> Finished | Failed:
     with _output_to(task.log_path), _temp_files_in(task):
         print(  # which machine ran which rank: the first thing to know on a cluster
@@ -180,7 +179,7 @@ def _run(
         )
         try:
             with _model_folder(task) as staged:
-                context = WorkerContext(staged, send, stop_signal)
+                context = WorkerContext(staged, send, signals)
                 staged.program(context)
         except BaseException as exc:  # the job fails with this worker's error, whatever it is
             trace = traceback.format_exc()

@@ -137,6 +137,7 @@ class _Worker:
         self._events: list[WorkerEvent] = []
         self._lock = threading.Lock()
         self._stopped: dict[str, str] = {}  # jobs asked to stop -> the stop's kind
+        self._judged: dict[str, int] = {}  # jobs -> the latest step whose report was judged
         self._log: _LogTail | None = None
         self._rank: int | None = None  # the rank of the task running, if any
         remove_stale_logs(Path(tempfile.gettempdir()))
@@ -176,20 +177,31 @@ class _Worker:
             self._log, self._rank = log, rank
         try:
             return run_payload(
-                rank, payload, self._put, stop_signal=self._stop_requested, log_path=log.path
+                rank, payload, self._put, signals_for=self._signals, log_path=log.path
             )
         finally:
             with self._lock:
                 self._log, self._rank = None, None
                 self._events.extend(log.close())
-                self._stopped.clear()  # one task at a time: any stop was for this one
+                # One task at a time: any stop or verdict was for this one.
+                self._stopped.clear()
+                self._judged.clear()
 
     def stop(self, job_id: str, goes_on: bool = False) -> None:
         with self._lock:
             self._stopped.setdefault(job_id, GOES_ON if goes_on else "")
 
-    def _stop_requested(self, job_id: str) -> str | None:
-        return self._stopped.get(job_id)
+    def judged(self, job_id: str, step: int, stop: str | None) -> None:
+        """The report of `step` was judged, and `stop` is what was asked then: one call, so
+        a task never sees the verdict before the stop (a threaded actor's calls may run out
+        of order)."""
+        with self._lock:
+            if stop is not None:
+                self._stopped.setdefault(job_id, stop)
+            self._judged[job_id] = max(step, self._judged.get(job_id, step))
+
+    def _signals(self, job_id: str) -> _ActorSignals:
+        return _ActorSignals(self, job_id)
 
     def _put(self, event: WorkerEvent) -> None:
         with self._lock:
@@ -201,6 +213,20 @@ class _Worker:
                 self._events.extend(self._log.read())
             events, self._events = self._events, []
         return events
+
+
+@dataclass(frozen=True)
+class _ActorSignals:
+    """What the controller told one job's task through its actor (ControllerSignals)."""
+
+    worker: _Worker
+    job_id: str
+
+    def stop(self) -> str | None:
+        return self.worker._stopped.get(self.job_id)
+
+    def judged(self) -> int | None:
+        return self.worker._judged.get(self.job_id)
 
 
 def remove_stale_logs(folder: Path) -> None:
@@ -617,6 +643,7 @@ class RayWorkerGroup:
         self._heard = [time.monotonic()] * len(runs)
         self._bundle_nodes: dict[int, str] = {}  # rank -> its node's id, once placed
         self._noticed: set[int] = set()  # ranks whose machine goes (SIGTERM, a drained node)
+        self._stop_asked: str | None = None  # the kind of the first stop asked, if any
 
     @property
     def pids(self) -> list[int]:
@@ -716,8 +743,15 @@ class RayWorkerGroup:
 
     def request_stop(self, goes_on: bool = False) -> None:
         """Ask every task to end at its next step, through its actor (on any node)."""
+        if self._stop_asked is None:
+            self._stop_asked = GOES_ON if goes_on else ""
         for actor in self._placed.actors:
             actor.stop.remote(self._job_id, goes_on)
+
+    def judged(self, step: int) -> None:
+        """The verdict, with any stop asked before it, in one call to each actor."""
+        for actor in self._placed.actors:
+            actor.judged.remote(self._job_id, step, self._stop_asked)
 
     @property
     def all_finished(self) -> bool:

@@ -76,6 +76,9 @@ class SimulatedTrialRunner:
                 f"has {self.capacity_workers}"
             )
 
+    def judge_at(self, steps: frozenset[int]) -> None:
+        pass  # a simulated trial waits for nothing: its stop lands at the report that asks it
+
     def prepare(
         self, spec: TrainingJobSpec, *, job_id: str, tuning_job_id: str, trial_number: int
     ) -> int | None:

@@ -17,7 +17,7 @@ from scaletune.training._prepared import PreparedJob
 from scaletune.training._report_writer import ReportWriter
 from scaletune.training._staging import JobStaging
 from scaletune.training._stopper import Stopper
-from scaletune.worker import ChannelShard, Report, WorkerTask
+from scaletune.worker import JUDGED_FILE, ChannelShard, Report, WorkerTask
 
 STOP_FILE = "stop"  # in the job's scratch folder: asks its workers to end at their next step
 
@@ -49,8 +49,10 @@ def worker_tasks(
     """One attempt's tasks at `size` workers, with a rendezvous of its own and the checkpoint
     to start from."""
     world_size = job.spec.tasks_at(size)  # the workers, and a chief and servers where they run
-    # The stop the attempt before was asked (an elastic job's resize) is not this one's.
+    # The stop the attempt before was asked (an elastic job's resize), and the verdicts it
+    # got, are not this one's.
     (staging.scratch / STOP_FILE).unlink(missing_ok=True)
+    (staging.scratch / JUDGED_FILE).unlink(missing_ok=True)
     needs = job.algorithm.rendezvous_needs(job.spec)
     rendezvous = GroupRendezvous(
         world_size,
@@ -93,6 +95,9 @@ def worker_tasks(
             concurrent_workers=job.concurrent_workers,
             elastic=job.spec.elastic,
             capacity=job.spec.capacity_of_rank(rank),
+            # A script's reports are lines its host reads: holding the host at a report
+            # would not hold the script.
+            judged_steps=job.judged_steps if job.spec.script is None else frozenset(),
         )
         for rank in range(world_size)
     ]

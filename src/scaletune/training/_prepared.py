@@ -32,3 +32,6 @@ class PreparedJob:
     # Workers that may train at once on a machine, this job's among them (a tuning job's
     # parallel trials); None: this job's alone. Its workers share the cores accordingly.
     concurrent_workers: int | None = None
+    # A tuning trial's rungs: its workers wait at each of these steps' reports until the
+    # tuner's verdict is in (WorkerTask.judged_steps).
+    judged_steps: frozenset[int] = frozenset()

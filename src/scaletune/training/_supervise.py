@@ -63,6 +63,7 @@ def supervise(
 ) -> Ending:
     spec, log_path, writer = run.job.spec, run.job.paths.log_path, run.writer
     stop, started, on_report = run.stop, run.started, run.on_report
+    judged_steps = run.job.judged_steps
     deadline = started + spec.max_runtime_seconds
     heartbeat_timeout = spec.retry.heartbeat_timeout_seconds
     next_stop_check = next_flush = next_notice_check = clock.monotonic()
@@ -95,6 +96,10 @@ def supervise(
                         ]
                     )
                 on_report(event)
+                if event.step in judged_steps:  # its task waits: the verdict is in
+                    if stop.is_set():  # and reaches the workers first
+                        group.request_stop(goes_on=_goes_on(Ending(stop.status, stop.reason)))
+                    group.judged(event.step)
             elif isinstance(event, CheckpointSaved):
                 # The reports up to it first: a resume needs every one of them stored.
                 writer.metrics(state.pending)

@@ -71,6 +71,12 @@ class HyperbandScheduler(ABC):
         """The trial's bracket, once drawn (at its first report)."""
         return self._layout.drawn(trial)
 
+    def judged_steps(self) -> frozenset[int]:
+        """Every bracket's rungs below max_resource (there a trial finishes by itself)."""
+        return frozenset(
+            rung for rungs in self._layout.rungs for rung in rungs if rung < self.max_resource
+        )
+
     def bracket_weights(self) -> np.ndarray:
         """The chance of drawing each bracket now (`_brackets`)."""
         return self._layout.weights.now()

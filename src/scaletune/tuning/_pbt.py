@@ -270,6 +270,11 @@ class _Scheduler:
     def bracket(self, trial: int) -> int | None:
         return None
 
+    def judged_steps(self) -> frozenset[int]:
+        # A member is ranked perturbation_interval steps after its last ranking, wherever
+        # it started (an exploit's copy starts at its donor's step): no fixed steps.
+        return frozenset()
+
 
 def _integer(parameter: Range) -> bool:
     return isinstance(parameter, IntegerRange)

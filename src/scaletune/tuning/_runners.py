@@ -31,6 +31,11 @@ class TrialRunner(Protocol):
         """Make room for this many workers at once (or refuse, naming the number)."""
         ...
 
+    def judge_at(self, steps: frozenset[int]) -> None:
+        """The steps where the scheduler decides (its rungs): a trial's program waits at the
+        report of each until judged, so the decision lands there whatever the machine's load."""
+        ...
+
     def prepare(
         self, spec: TrainingJobSpec, *, job_id: str, tuning_job_id: str, trial_number: int
     ) -> int | None:
@@ -75,12 +80,16 @@ class JobTrialRunner:
         self._threads: dict[int, threading.Thread] = {}
         self._ended: queue.Queue[int] = queue.Queue()
         self._concurrent_workers: int | None = None  # the parallel trials' workers, all told
+        self._judged_steps: frozenset[int] = frozenset()
 
     def ensure_capacity(self, workers: int) -> None:
         self.controller.backend.ensure_capacity(workers)
         # The trials' workers share the machine's cores: each job learns how many train at
         # once, so that its math runs on its share instead of on every core.
         self._concurrent_workers = workers
+
+    def judge_at(self, steps: frozenset[int]) -> None:
+        self._judged_steps = steps
 
     def prepare(
         self, spec: TrainingJobSpec, *, job_id: str, tuning_job_id: str, trial_number: int
@@ -98,6 +107,7 @@ class JobTrialRunner:
     def _keep(self, trial_number: int, job: PreparedJob) -> int | None:
         if self._concurrent_workers is not None:
             job = dataclasses.replace(job, concurrent_workers=self._concurrent_workers)
+        job = dataclasses.replace(job, judged_steps=self._judged_steps)
         self._prepared[trial_number] = job
         return job.algorithm.full_resource(job.hyperparameters)
 

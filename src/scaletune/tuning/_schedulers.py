@@ -51,6 +51,11 @@ class Scheduler(Protocol):
         """The trial's bracket, recorded with its result; None where there are none."""
         ...
 
+    def judged_steps(self) -> frozenset[int]:
+        """The steps whose reports a trial waits on until judged: where this scheduler may
+        stop or pause it. None where it may at any step: waiting at each would slow all."""
+        ...
+
 
 class _NeverPauses:
     """For schedulers that only continue or stop: no promotions, no brackets."""
@@ -63,6 +68,9 @@ class _NeverPauses:
 
     def bracket(self, trial: int) -> int | None:
         return None
+
+    def judged_steps(self) -> frozenset[int]:
+        return frozenset()  # FIFO decides nothing; the median rule, at any step
 
 
 class FIFOScheduler(_NeverPauses):

@@ -14,8 +14,14 @@ from scaletune.worker._messages import (
     Report,
     WorkerEvent,
 )
-from scaletune.worker._task import (
+from scaletune.worker._signals import (
     GOES_ON,
+    JUDGED_FILE,
+    ControllerSignals,
+    FileSignals,
+    write_whole,
+)
+from scaletune.worker._task import (
     ChannelShard,
     Rendezvous,
     RendezvousNeeds,
@@ -26,10 +32,13 @@ from scaletune.worker._task import (
 
 __all__ = [
     "GOES_ON",
+    "JUDGED_FILE",
     "ChannelShard",
     "CheckpointSaved",
+    "ControllerSignals",
     "Exited",
     "Failed",
+    "FileSignals",
     "Finished",
     "Heartbeat",
     "LogOutput",
@@ -45,4 +54,5 @@ __all__ = [
     "WorkerTask",
     "inherited_environment",
     "remember_environment",
+    "write_whole",
 ]

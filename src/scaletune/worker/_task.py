@@ -22,6 +22,7 @@ from scaletune.spec import (
 )
 from scaletune.worker._checkpointing import WorkerCheckpoints
 from scaletune.worker._messages import Report, WorkerEvent
+from scaletune.worker._signals import GOES_ON, ControllerSignals, FileSignals, await_verdict
 
 
 @dataclass(frozen=True)
@@ -66,10 +67,6 @@ class ChannelShard:
         return self.files.read_rows(*self.bounds(rank, world_size))
 
 
-# A stop file's text (and Ray's stop flag) when the job goes on from the checkpoint its
-# workers save as they stop (a resize, a preemption notice, a tuner's pause).
-GOES_ON = "goes on"
-
 # A worker program is a module-level function, so it pickles by reference.
 WorkerProgram = Callable[["WorkerContext"], None]
 
@@ -108,6 +105,10 @@ class WorkerTask:
     # What this worker runs on, as the job's cluster.capacity says of its rank (Ray places a
     # spot worker on a node with the `spot` resource).
     capacity: CapacityClass = CapacityClass.ON_DEMAND
+    # Steps whose report the reporting rank holds the program at until the controller judged
+    # it (a tuning trial's rungs): a stop decided there lands there, however busy the
+    # machine, so a tuning job's decisions hang on its reports alone.
+    judged_steps: frozenset[int] = frozenset()
 
 
 class WorkerContext:
@@ -117,12 +118,12 @@ class WorkerContext:
         self,
         task: WorkerTask,
         send: Callable[[WorkerEvent], None],
-        stop_signal: Callable[[], str | None] | None = None,
+        signals: ControllerSignals | None = None,
     ) -> None:
         self.task = task
         self._send = send
-        # How a backend without the stop file asks (Ray): None, or the stop's kind.
-        self._stop_signal = stop_signal
+        # Ray's actor where a backend's workers cannot see the stop file.
+        self._signals = signals or FileSignals(task.stop_file)
         self.stop_seen = False  # stop_requested() said yes: the program may end unfinished
         plan = task.checkpoint
         self._reported_step = None if plan is None else plan.resume_reported_step
@@ -148,17 +149,7 @@ class WorkerContext:
 
     def _asked(self) -> str | None:
         """None while no stop is asked; else its kind ("" to end, GOES_ON)."""
-        if self._stop_signal is not None:
-            kind = self._stop_signal()
-            if kind is not None:
-                return kind
-        stop_file = self.task.stop_file
-        if stop_file is None:
-            return None
-        try:
-            return stop_file.read_text(encoding="utf-8").strip()
-        except FileNotFoundError:
-            return None
+        return self._signals.stop()
 
     @property
     def rank(self) -> int:
@@ -206,3 +197,5 @@ class WorkerContext:
         # Rejected values are recorded as such, never as metric points: a NaN objective must
         # not reach a tuner's comparisons.
         self._send(Report(self.rank, step, finite, time.time(), rejected))
+        if step in self.task.judged_steps:
+            await_verdict(self._signals, step)

@@ -21,8 +21,8 @@ def test_hyperband_stops_lightgbm_trials_at_its_rungs(session: Session) -> None:
             "objective_metric": "validation:binary_logloss",
             "objective_type": "Minimize",
             "strategy": "Hyperband",
-            # A round of breast cancer takes about a millisecond and a verdict some 0.1 s to
-            # reach the workers: rungs far enough apart that it lands before the last round.
+            # A round of breast cancer takes about a millisecond: the workers wait at each
+            # rung for its verdict (WorkerTask.judged_steps), or a trial would outrun it.
             "hyperband": {"min_resource": 9, "max_resource": 243, "eta": 3, "rank_by": "value"},
             "max_jobs": 6,
             "max_parallel_jobs": 2,
@@ -48,8 +48,13 @@ def test_hyperband_stops_lightgbm_trials_at_its_rungs(session: Session) -> None:
     trials = session.store.training_jobs_of(record.id)
     stopped = [t for t in trials if t.status is JobStatus.STOPPED]
     assert stopped, [(t.hyperparameters["learning_rate"], t.status) for t in trials]
-    for trial in stopped:  # judged at a rung of boosting rounds
-        assert re.search(r"rung (9|27|81)\b", trial.failure_reason or ""), trial.failure_reason
+    for trial in stopped:  # judged at a rung of boosting rounds, and stopped right there
+        rung = re.search(r"rung (9|27|81)\b", trial.failure_reason or "")
+        assert rung, trial.failure_reason
+        steps = [
+            point.step for point in session.store.metrics(trial.id, "validation:binary_logloss")
+        ]
+        assert max(steps) == int(rung[1]), (trial.failure_reason, steps[-3:])
     best = session.store.get_training_job(record.best_training_job or "")
     assert best.status is JobStatus.COMPLETED
 
