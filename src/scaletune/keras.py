@@ -27,6 +27,7 @@ from scaletune.reporting import (
     checkpoint,
     report,
     stop_goes_on,
+    stop_seen,
 )
 
 WEIGHTS_FILE = "keras.weights.h5"  # in the checkpoint folder; Keras 3 wants this suffix
@@ -101,6 +102,7 @@ def _callback_on(base: type) -> type:  # one class for each Keras
                 self.model.stop_training = True
 
         def _stop(self, signum: int, frame: FrameType | None) -> None:
+            stop_seen.set()  # a report waiting for its verdict has it
             if stop_goes_on():
                 self._save_and_stop = True
             else:

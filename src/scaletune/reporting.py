@@ -8,6 +8,7 @@ announced the same way."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -16,6 +17,8 @@ import threading
 import time
 from pathlib import Path
 from types import FrameType
+
+from scaletune._verdict import await_verdict, read_step
 
 REPORT_ENV = "SCALETUNE_REPORT"
 REPORT_PREFIX = "@@scaletune-report "
@@ -30,8 +33,15 @@ COLLECTIVE_TIMEOUT_ENV = "SCALETUNE_COLLECTIVE_TIMEOUT_SECONDS"
 # A file that appears, before the SIGTERM that asks the script to end, when the job goes on
 # from the checkpoint the script saves as it stops (a preemption notice, a resize, a pause).
 STOP_GOES_ON_ENV = "SCALETUNE_STOP_GOES_ON_FILE"
+# The reporting rank's steps whose report waits for the tuner's verdict (a trial's rungs),
+# comma-separated, and the file its worker writes the latest step judged to.
+JUDGED_STEPS_ENV = "SCALETUNE_JUDGED_STEPS"
+JUDGED_FILE_ENV = "SCALETUNE_JUDGED_FILE"
 
 _last_reported: int | None = None
+# Set by scaletune's SIGTERM handlers (StopRequest, the Keras callback): a report waiting for
+# its verdict stops waiting, the stop being the verdict.
+stop_seen = threading.Event()
 
 
 def report(step: int, **metrics: float) -> None:
@@ -43,6 +53,16 @@ def report(step: int, **metrics: float) -> None:
     payload = {"step": int(step), "metrics": {name: float(v) for name, v in metrics.items()}}
     sys.stdout.write(REPORT_PREFIX + json.dumps(payload) + "\n")
     sys.stdout.flush()
+    if int(step) in _judged_steps(os.environ.get(JUDGED_STEPS_ENV, "")):
+        # A rung: the worker writes the step once the tuner judged it, so that a stop it
+        # decides lands here however busy the machine.
+        judged = Path(os.environ.get(JUDGED_FILE_ENV, ""))
+        await_verdict(int(step), stop_seen.is_set, lambda: read_step(judged))
+
+
+@functools.cache
+def _judged_steps(text: str) -> frozenset[int]:
+    return frozenset(int(part) for part in text.split(",") if part.strip())
 
 
 def checkpoint(step: int) -> bool:
@@ -106,6 +126,7 @@ class StopRequest:
 
     def _requested(self, signum: int, frame: FrameType | None) -> None:
         self._event.set()
+        stop_seen.set()
 
     @property
     def requested(self) -> bool:

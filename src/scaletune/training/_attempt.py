@@ -95,9 +95,7 @@ def worker_tasks(
             concurrent_workers=job.concurrent_workers,
             elastic=job.spec.elastic,
             capacity=job.spec.capacity_of_rank(rank),
-            # A script's reports are lines its host reads: holding the host at a report
-            # would not hold the script.
-            judged_steps=job.judged_steps if job.spec.script is None else frozenset(),
+            judged_steps=job.judged_steps,
         )
         for rank in range(world_size)
     ]

@@ -6,19 +6,18 @@ workers, on any node, are told through their actor (`cluster._ray`)."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+
+from scaletune import _verdict
+from scaletune._verdict import read_step
 
 # A stop file's text (and Ray's stop flag) when the job goes on from the checkpoint its
 # workers save as they stop (a resize, a preemption notice, a tuner's pause).
 GOES_ON = "goes on"
 # Beside the stop file: the latest step whose report the controller judged, as text.
 JUDGED_FILE = "judged"
-# How long a task waits at a judged step for a controller that does not answer (stopped,
-# gone) before it goes on as if told to: a wait, never a hang.
-VERDICT_WAIT_SECONDS = 60.0
 
 
 class ControllerSignals(Protocol):
@@ -41,8 +40,7 @@ class FileSignals:
         return None if self.stop_file is None else _read(self.stop_file)
 
     def judged(self) -> int | None:
-        text = None if self.stop_file is None else _read(self.stop_file.with_name(JUDGED_FILE))
-        return None if not text else int(text)
+        return None if self.stop_file is None else read_step(self.stop_file.with_name(JUDGED_FILE))
 
 
 def write_whole(path: Path, text: str) -> None:
@@ -53,19 +51,8 @@ def write_whole(path: Path, text: str) -> None:
 
 
 def await_verdict(signals: ControllerSignals, step: int) -> None:
-    """Wait until the controller has judged the report of `step`, or asked a stop, or
-    VERDICT_WAIT_SECONDS passed. A verdict takes a few milliseconds; polls start at half a
-    millisecond and grow to 20."""
-    deadline = time.monotonic() + VERDICT_WAIT_SECONDS
-    pause = 0.0005
-    while time.monotonic() < deadline:
-        if signals.stop() is not None:
-            return
-        judged = signals.judged()
-        if judged is not None and judged >= step:
-            return
-        time.sleep(pause)
-        pause = min(2 * pause, 0.02)
+    """Wait until the controller has judged the report of `step` or asked a stop."""
+    _verdict.await_verdict(step, lambda: signals.stop() is not None, signals.judged)
 
 
 def _read(path: Path) -> str | None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,9 @@ from scaletune.spec import (
     tuning_spec_from_dict,
 )
 from scaletune.store import JobStatus, TrainingJobRecord
+from scaletune.training import Stopper
 from scaletune.tuning import TuningController
+from scaletune.worker import Report
 from tests.cli.test_cli import _cli
 from tests.conftest import wait_until
 
@@ -47,6 +51,52 @@ def _script_job(tmp_path: Path, source: str, **fields: Any) -> Any:
             **fields,
         }
     )
+
+
+SPRINT = """
+import scaletune
+for step in range(1, 201):
+    scaletune.report(step, loss=1.0 / step)
+"""
+SPRINT_THAT_CHECKS = """
+import scaletune
+stop = scaletune.StopRequest()
+for step in range(1, 201):
+    scaletune.report(step, loss=1.0 / step)
+    if stop.requested:
+        break
+"""
+
+
+@pytest.mark.parametrize(
+    ("source", "verdict"),
+    [(SPRINT, "stop"), (SPRINT_THAT_CHECKS, "stop"), (SPRINT, "go on")],
+    ids=["killed-by-the-stop", "ends-at-the-stop", "goes-on"],
+)
+def test_a_script_waits_at_a_rung_for_a_slow_verdict(
+    session: Session, tmp_path: Path, source: str, verdict: str
+) -> None:
+    # 200 reports take milliseconds: a verdict slower than that, as on a busy machine, used
+    # to reach a script that had ended, Completed instead of Stopped at its rung.
+    spec = _script_job(tmp_path, source, instance_count=1)
+    job = dataclasses.replace(session.controller.prepare(spec), judged_steps=frozenset({3}))
+    stop = Stopper()
+
+    def judge(report: Report) -> None:
+        if report.step == 3:
+            time.sleep(0.5)  # the tuner, slow to decide: the script waits in scaletune.report
+            if verdict == "stop":
+                stop.request(JobStatus.STOPPED, "rung 3: not in the best 1 of 3", early=True)
+
+    record = session.controller.run(job, stop, on_report=judge)
+    steps = [point.step for point in session.store.metrics(record.id, "loss")]
+    if verdict == "stop":
+        assert record.status is JobStatus.STOPPED, record.failure_reason
+        assert steps == [1, 2, 3]
+    else:  # told to go on at once, not after the wait's 60-s bound
+        assert record.status is JobStatus.COMPLETED, record.failure_reason
+        assert steps == list(range(1, 201))
+        assert (record.wall_seconds or 0) < 30
 
 
 def test_a_plain_ddp_script_runs_on_two_workers(session: Session) -> None:

@@ -30,12 +30,14 @@ from scaletune.reporting import (
     CHECKPOINT_SAVES_ENV,
     CHECKPOINT_STEP_ENV,
     COLLECTIVE_TIMEOUT_ENV,
+    JUDGED_FILE_ENV,
+    JUDGED_STEPS_ENV,
     REPORT_ENV,
     REPORT_PREFIX,
     STOP_GOES_ON_ENV,
 )
 from scaletune.spec import MetricDefinition, ScriptSpec, TaskKind, TaskRole, task_role
-from scaletune.worker import WorkerContext, inherited_environment
+from scaletune.worker import JUDGED_FILE, WorkerContext, inherited_environment, write_whole
 
 STOP_GOES_ON_FILE = "stop-goes-on"  # in the script's folder (`scaletune.stop_goes_on`)
 STOP_GRACE_SECONDS = 3.0  # after SIGTERM, before SIGKILL (the controller waits longer)
@@ -57,7 +59,7 @@ def run_script(ctx: WorkerContext) -> None:
         command = _command(script, ctx.task.hyperparameters.model_dump(), folder)
         reporting = ctx.rank == ctx.task.reporting_rank
         parser = (
-            _OutputParser(ctx, script.metric_definitions, reporting)
+            _OutputParser(ctx, script.metric_definitions, reporting, folder / JUDGED_FILE)
             if reporting or ctx.is_chief
             else None
         )
@@ -236,6 +238,12 @@ def _environment(ctx: WorkerContext, script: ScriptSpec, folder: Path) -> dict[s
             "SCALETUNE_JOB_ID": task.job_id,
             "SCALETUNE_SEED": str(task.seed),
             STOP_GOES_ON_ENV: str(folder / STOP_GOES_ON_FILE),
+            # The reporting rank waits at these steps' reports (its peers, at their next
+            # collective); its worker writes the verdict's step to the file.
+            JUDGED_STEPS_ENV: ",".join(map(str, sorted(task.judged_steps)))
+            if ctx.rank == task.reporting_rank
+            else "",
+            JUDGED_FILE_ENV: str(folder / JUDGED_FILE),
             "PYTHONUNBUFFERED": "1",  # reports and metric lines arrive as printed
             # Whatever the script leaves in its temp dir goes when the task ends.
             "TMPDIR": str(folder / "tmp"),
@@ -363,10 +371,15 @@ class _OutputParser:
     """Rank 0's stdout: report lines, and lines the metric definitions match."""
 
     def __init__(
-        self, ctx: WorkerContext, definitions: list[MetricDefinition], reporting: bool
+        self,
+        ctx: WorkerContext,
+        definitions: list[MetricDefinition],
+        reporting: bool,
+        judged_file: Path,
     ) -> None:
         self._ctx = ctx
         self._reporting = reporting  # its reports count; otherwise only checkpoints are read
+        self._judged_file = judged_file  # where the script, held at a rung, reads its verdict
         self._patterns = [(d.name, re.compile(d.regex)) for d in definitions]
         self._counts: dict[str, int] = collections.Counter()
         self.last_step: int | None = None
@@ -391,7 +404,7 @@ class _OutputParser:
                 pass  # not a report after all: an ordinary line, for the regexes below
             else:
                 self.last_step = step
-                self._ctx.report(step, **metrics)
+                self._report(step, metrics)
                 return
         for name, pattern in self._patterns:
             match = pattern.search(line)
@@ -406,4 +419,12 @@ class _OutputParser:
             self._counts[name] += 1
             step = int(groups["step"]) if groups.get("step") else self._counts[name]
             self.last_step = step
-            self._ctx.report(step, **{name: value})
+            self._report(step, {name: value})
+
+    def _report(self, step: int, metrics: dict[str, float]) -> None:
+        """Reported; at a judged step, once the verdict is in (ctx.report waits for it), the
+        script, held there by `scaletune.report`, is told to go on, unless it was a stop:
+        then the SIGTERM that follows ends its wait."""
+        self._ctx.report(step, **metrics)
+        if step in self._ctx.task.judged_steps and not self._ctx.stop_requested():
+            write_whole(self._judged_file, str(step))
