@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +16,16 @@ import torch.nn.functional as functional
 
 from scaletune import ContinuousRange, Tuner
 from scaletune.algorithms.dnn import ModelConfig, build_model, load_model
+from scaletune.algorithms.dnn._batches import batches_per_epoch
 from scaletune.algorithms.dnn._common import backward
 from scaletune.algorithms.dnn._hyperparameters import Architecture
 from scaletune.api import Estimator, Session
 from scaletune.cluster import LocalBackend
 from scaletune.data import prepare_digits
+from scaletune.spec import training_spec_from_dict
 from scaletune.store import JobStatus
+from scaletune.training import Stopper
+from scaletune.worker import Report
 from tests.conftest import pid_alive, wait_until
 
 DIGITS = {"dataset": "digits"}
@@ -184,6 +190,37 @@ def test_a_stop_ends_every_worker_cleanly_and_keeps_them_warm(
     assert record.artifact is not None  # stopped at a step: the model so far is saved
     assert isinstance(session.backend, LocalBackend)
     assert all(pid in session.backend.idle_pids for pid in pids)
+
+
+def test_a_stop_decided_at_a_judged_epoch_lands_at_its_end(session: Session) -> None:
+    # The workers agree on stopping every 20 updates: a verdict that came while rank 0 waited
+    # in its report at epoch 1 landed some updates into epoch 2. The checkpoint saved as the
+    # job stops says where: at epoch 1's last update now.
+    spec = training_spec_from_dict(
+        {
+            "algorithm": "dnn",
+            "instance_count": 2,
+            "distribution": ALLREDUCE,
+            "hyperparameters": {**SMALL, "epochs": 3},
+            "channels": {"train": DIGITS, "validation": DIGITS},
+            "checkpoint": {"every_steps": None, "every_seconds": None},
+        }
+    )
+    job = dataclasses.replace(session.controller.prepare(spec), judged_steps=frozenset({1}))
+    stop = Stopper()
+
+    def judge(report: Report) -> None:
+        if report.step == 1:
+            time.sleep(0.3)  # the tuner, slow to decide
+            stop.request(JobStatus.STOPPED, "rung 1: not in the best 1 of 3", early=True)
+
+    record = session.controller.run(job, stop, on_report=judge)
+    assert record.status is JobStatus.STOPPED, record.failure_reason
+    assert job.checkpoints is not None
+    saved = job.checkpoints.latest()
+    assert saved is not None
+    rows = prepare_digits()["train"].n_rows
+    assert saved.step == batches_per_epoch(rows, 2, int(SMALL["batch_size"]))
 
 
 def test_a_dead_worker_fails_the_parameter_server_job(session: Session) -> None:

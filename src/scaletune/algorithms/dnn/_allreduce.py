@@ -181,6 +181,11 @@ def _close_epoch(
         metrics["gns:b_simple"] = noise.b_simple
     metrics |= pace.metrics(here, noise, run.plan.updates_per_epoch)
     run.end_epoch(pace.reached(here), model, metrics)
+    if pace.reached(here) in ctx.task.judged_steps:
+        # Rank 0 waited in its report for the tuner's verdict: agree on it at the rung's
+        # epoch, not some updates into the next one.
+        judged_stop, judged_due = _agree(ctx)
+        return stop > 0 or judged_stop, due > 0 or judged_due
     return stop > 0, due > 0
 
 
