@@ -211,7 +211,9 @@ def main() -> None:
     except ValueError as error:
         parser.error(str(error))
     progress = _Progress(name, _command())
-    done = [*kept, *progress.runs_of(jobs)]
+    fresh = progress.runs_of(jobs)
+    ran = {_key(run) for run in fresh}  # a run both kept and in progress stands once
+    done = [*(run for run in kept if _key(run) not in ran), *fresh]
     finished = {_key(run) for run in done}
     todo = [job for job in jobs if job not in finished]
     started = time.perf_counter()

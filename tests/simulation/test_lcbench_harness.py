@@ -239,6 +239,12 @@ def test_a_file_written_part_way_says_so_and_fill_runs_only_what_it_lacks(
     assert [r["seed"] for r in written["runs"]] == [0, 0]
     assert written["note"].startswith("part way: seeds 0 ")
     assert "--partial" not in written["command"]
+    # Written again part way with --fill: the committed runs and those in progress are the
+    # same runs, kept once (each such write had added them again: a file of 7x its runs).
+    monkeypatch.setattr("sys.argv", ["run", *arguments, "--fill", "--partial"])
+    run.main()
+    again = json.loads((tmp_path / "t.json").read_text())
+    assert [r["seed"] for r in again["runs"]] == [0, 0]
 
     (tmp_path / "in-progress" / "t.jsonl").unlink()  # another machine: only the file is left
     monkeypatch.setattr("sys.argv", ["run", *arguments, "--fill", "--processes", "1"])
