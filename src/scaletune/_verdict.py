@@ -37,8 +37,13 @@ def await_verdict(
 
 def read_step(path: Path) -> int | None:
     """The step a judged file holds; None before it is written."""
+    text = read_text(path)
+    return int(text) if text else None
+
+
+def read_text(path: Path) -> str | None:
+    """A file the controller writes whole, stripped; None before it is written."""
     try:
-        text = path.read_text(encoding="utf-8").strip()
+        return path.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
         return None
-    return int(text) if text else None

@@ -16,6 +16,7 @@ from typing import Protocol
 
 from scaletune.errors import InvalidInputError
 from scaletune.spec import CapacityClass
+from scaletune.worker import write_whole
 
 SLOTS_VARIABLE = "SCALETUNE_LOCAL_SLOTS"
 
@@ -68,9 +69,7 @@ class SlotsFile:
     def write(self, count: int | Mapping[CapacityClass, int]) -> None:
         """Set the capacity: written aside, then renamed into place, never seen half-written."""
         slots = SlotCount(count) if isinstance(count, int) else _by_class(count)
-        partial = self.path.with_name(f".{self.path.name}.partial")
-        partial.write_text(str(slots), encoding="utf-8")
-        partial.replace(self.path)
+        write_whole(self.path, str(slots))
 
     def count(self) -> SlotCount | None:
         with contextlib.suppress(OSError, InvalidInputError):

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Protocol
 
 from scaletune import _verdict
-from scaletune._verdict import read_step
+from scaletune._verdict import read_step, read_text
 
 # A stop file's text (and Ray's stop flag) when the job goes on from the checkpoint its
 # workers save as they stop (a resize, a preemption notice, a tuner's pause).
@@ -37,7 +37,7 @@ class FileSignals:
     stop_file: Path | None
 
     def stop(self) -> str | None:
-        return None if self.stop_file is None else _read(self.stop_file)
+        return None if self.stop_file is None else read_text(self.stop_file)
 
     def judged(self) -> int | None:
         return None if self.stop_file is None else read_step(self.stop_file.with_name(JUDGED_FILE))
@@ -53,10 +53,3 @@ def write_whole(path: Path, text: str) -> None:
 def await_verdict(signals: ControllerSignals, step: int) -> None:
     """Wait until the controller has judged the report of `step` or asked a stop."""
     _verdict.await_verdict(step, lambda: signals.stop() is not None, signals.judged)
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        return None
