@@ -197,6 +197,21 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
+class SleepingClock:
+    """A fake clock that moves only when slept on, keeping each sleep asked for."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+    def monotonic(self) -> float:
+        return self.now
+
+
 def wait_until(predicate, timeout: float = 30.0, interval: float = 0.02) -> None:
     """Poll real processes (not a clock we own): workers run in other processes."""
     deadline = time.monotonic() + timeout

@@ -5,38 +5,27 @@ from __future__ import annotations
 from pathlib import Path
 
 from scaletune._verdict import VERDICT_WAIT_SECONDS, await_verdict, read_step
-
-
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.pauses: list[float] = []
-
-    def sleep(self, seconds: float) -> None:
-        self.pauses.append(seconds)
-        self.now += seconds
+from tests.conftest import SleepingClock
 
 
 def test_a_controller_that_never_answers_is_waited_for_up_to_the_bound_then_passed() -> None:
-    clock = _Clock()
-    await_verdict(9, lambda: False, lambda: 3, clock=lambda: clock.now, sleep=clock.sleep)
+    clock = SleepingClock()
+    await_verdict(9, lambda: False, lambda: 3, clock=clock.monotonic, sleep=clock.sleep)
     assert VERDICT_WAIT_SECONDS <= clock.now < VERDICT_WAIT_SECONDS + 0.05
-    assert clock.pauses[:3] == [0.0005, 0.001, 0.002]  # quick at first, then every 20 ms
-    assert max(clock.pauses) == 0.02
+    assert clock.slept[:3] == [0.0005, 0.001, 0.002]  # quick at first, then every 20 ms
+    assert max(clock.slept) == 0.02
 
 
 def test_the_wait_ends_at_the_verdict_or_a_stop() -> None:
-    clock = _Clock()
+    clock = SleepingClock()
     verdicts = iter([None, 3, 9])
     await_verdict(
-        9, lambda: False, lambda: next(verdicts), clock=lambda: clock.now, sleep=clock.sleep
+        9, lambda: False, lambda: next(verdicts), clock=clock.monotonic, sleep=clock.sleep
     )
-    assert len(clock.pauses) == 2
+    assert len(clock.slept) == 2
     stopped = iter([False, True])
-    await_verdict(
-        9, lambda: next(stopped), lambda: None, clock=lambda: clock.now, sleep=clock.sleep
-    )
-    assert len(clock.pauses) == 3
+    await_verdict(9, lambda: next(stopped), lambda: None, clock=clock.monotonic, sleep=clock.sleep)
+    assert len(clock.slept) == 3
 
 
 def test_a_judged_file_reads_as_its_step_and_none_before_it_is_written(tmp_path: Path) -> None:

@@ -12,19 +12,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from scaletune.errors import StoreUnavailableError
 from scaletune.store import Patience
 from scaletune.store._patience import is_transient
-
-
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.slept: list[float] = []
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
-
-    def monotonic(self) -> float:
-        return self.now
+from tests.conftest import SleepingClock
 
 
 def _locked() -> OperationalError:
@@ -37,14 +25,14 @@ class _PgError(Exception):
         self.sqlstate = sqlstate
 
 
-def _patience(clock: _Clock, seconds: float) -> Patience:
+def _patience(clock: SleepingClock, seconds: float) -> Patience:
     return Patience(seconds=seconds, sleep=clock.sleep, monotonic=clock.monotonic)
 
 
 def test_an_operation_is_tried_again_with_backoff_until_the_store_answers(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    clock, tries = _Clock(), []
+    clock, tries = SleepingClock(), []
 
     def operation() -> str:
         tries.append(clock.now)
@@ -63,7 +51,7 @@ def test_an_operation_is_tried_again_with_backoff_until_the_store_answers(
 
 
 def test_past_its_patience_it_raises_one_line_naming_the_store_and_the_cause() -> None:
-    clock = _Clock()
+    clock = SleepingClock()
 
     def operation() -> None:
         raise _locked()
@@ -79,7 +67,7 @@ def test_past_its_patience_it_raises_one_line_naming_the_store_and_the_cause() -
 def test_a_last_try_that_overruns_the_patience_still_names_the_patience() -> None:
     # CI saw "did not answer for 0.6 s" for a patience of 0.5 s: the last try took 0.1 s on a
     # loaded machine. The line names the setting, not how late the last refusal came.
-    clock = _Clock()
+    clock = SleepingClock()
 
     def slow_refusal() -> None:
         clock.now += 0.15
@@ -91,7 +79,7 @@ def test_a_last_try_that_overruns_the_patience_still_names_the_patience() -> Non
 
 
 def test_without_patience_the_first_failure_is_final() -> None:
-    clock = _Clock()
+    clock = SleepingClock()
 
     def operation() -> None:
         raise _locked()
@@ -109,7 +97,7 @@ def test_a_wrong_statement_is_not_tried_again() -> None:
         raise IntegrityError("INSERT ...", {}, sqlite3.IntegrityError("UNIQUE failed"))
 
     with pytest.raises(IntegrityError):
-        _patience(_Clock(), 60).call(operation)
+        _patience(SleepingClock(), 60).call(operation)
     assert tries == [1]
 
 
@@ -121,7 +109,7 @@ def test_a_write_that_landed_before_its_connection_broke_is_not_written_again() 
         if len(rows) == 1:  # committed, then the answer was lost
             raise OperationalError("COMMIT", {}, _PgError("08006"), connection_invalidated=True)
 
-    _patience(_Clock(), 60).call(insert, landed=lambda: "point" in rows)
+    _patience(SleepingClock(), 60).call(insert, landed=lambda: "point" in rows)
     assert rows == ["point"]
 
 
