@@ -98,6 +98,7 @@ lock: $(STAMP) $(DOCS_STAMP)  # the docs extra too, so that its pins stay
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.overhead.worker_start
+	$(BIN)/python -m benchmarks.overhead.program_imports
 	$(BIN)/python -m benchmarks.overhead.xgboost_job
 	$(BIN)/python -m benchmarks.convergence.xgboost_workers
 	$(BIN)/python -m benchmarks.convergence.lightgbm_workers

@@ -294,6 +294,14 @@ def report_thread_share(ctx: WorkerContext) -> None:
     )
 
 
+IMPORTED_IN = os.getpid()  # the process that imported this module
+
+
+def report_where_programs_were_imported(ctx: WorkerContext) -> None:
+    """Whether this module was imported by the process this one was forked from."""
+    ctx.report(1, imported_by_parent=float(os.getppid() == IMPORTED_IN))
+
+
 def report_parent_and_imports(ctx: WorkerContext) -> None:
     """Whether the preloaded module was imported before this process existed (a fork
     inherits it), and which process started this one."""

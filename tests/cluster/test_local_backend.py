@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -28,7 +29,14 @@ from scaletune.worker import (
     WorkerTask,
 )
 from tests.cluster import programs
-from tests.conftest import pid_alive, wait_until
+from tests.conftest import pid_alive, pooled, wait_until
+
+
+@pytest.fixture(scope="module")
+def warm_backend() -> Iterator[LocalBackend]:
+    """A pool of this module's own: its tests assert which workers it holds idle."""
+    with pooled(LocalBackend(max_idle_workers=4)) as backend:
+        yield backend
 
 
 class _NoHyperparameters(BaseModel):
@@ -128,9 +136,9 @@ def test_workers_leave_when_their_controller_dies(tmp_path: Path) -> None:
         sys.path[:0] = {sys.path!r}
         from scaletune.cluster import LocalBackend
         backend = LocalBackend(preload=())
-        group = backend.launch([])  # nothing to run; spawn idle workers instead
-        workers = backend._spawn(2)
-        print(*[w.pid for w in workers], *backend.server_pids, flush=True)
+        group = backend.launch([])  # nothing to run; idle workers instead
+        backend.prestart(2)
+        print(*backend.idle_pids, *backend.server_pids, flush=True)
         os._exit(0)  # no cleanup at all, as after kill -9
     """)
     done = subprocess.run(

@@ -35,6 +35,20 @@ def test_workers_are_forked_from_one_server_that_did_the_imports(tmp_path: Path)
     wait_until(lambda: not pid_alive(server), timeout=10)  # closed with its backend
 
 
+def test_the_fork_server_imports_a_jobs_program_once_for_every_later_worker(
+    tmp_path: Path,
+) -> None:
+    with LocalBackend(warm_pool=False, preload=(), starter=ForkServer()) as backend:
+        for _ in range(2):  # the first job's workers as the next job's
+            group = backend.launch(
+                _tasks(programs.report_where_programs_were_imported, 2, tmp_path)
+            )
+            events = _collect(group, Finished, 2)
+            group.release()
+            reports = [event.metrics for event in events if isinstance(event, Report)]
+            assert reports == [{"imported_by_parent": 1.0}]  # rank 0 reports
+
+
 def test_a_killed_fork_server_is_started_again_and_its_workers_leave(tmp_path: Path) -> None:
     with LocalBackend(preload=(), starter=ForkServer()) as backend:
         group = backend.launch(_tasks(programs.block_until_killed, 2, tmp_path))

@@ -117,8 +117,11 @@ class LocalBackend:
         payloads = [(task.rank, pickle.dumps(task)) for task in tasks]  # fail before spawning
         classes = Counter(task.capacity for task in tasks)
         self._reserve(classes, abandon)
+        # The programs' modules too: the fork server imports them once for every later worker.
+        programs = {getattr(task.program, "__module__", None) for task in tasks}
+        preload = self._preload + tuple(sorted(m for m in programs if m and m not in self._preload))
         try:
-            workers = self._acquire(len(tasks))
+            workers = self._acquire(len(tasks), preload)
         except BaseException:
             self._free(classes)
             raise
@@ -180,7 +183,7 @@ class LocalBackend:
         with self._lock:
             missing = workers - len([w for w in self._idle if w.alive()])
         if missing > 0:
-            self._give_back(self._spawn(missing))
+            self._give_back(self._spawn(missing, self._preload))
 
     def close(self) -> None:
         with self._lock:
@@ -193,22 +196,22 @@ class LocalBackend:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _acquire(self, count: int) -> list[_Worker]:
+    def _acquire(self, count: int, preload: tuple[str, ...]) -> list[_Worker]:
         with self._lock:
             if self._closed:
                 raise WorkerStartError("this backend is closed")
             self._idle[:] = [worker for worker in self._idle if worker.alive()]
             taken, self._idle[:] = self._idle[:count], self._idle[count:]
-        return taken + self._spawn(count - len(taken))
+        return taken + self._spawn(count - len(taken), preload)
 
-    def _spawn(self, count: int) -> list[_Worker]:
+    def _spawn(self, count: int, preload: tuple[str, ...]) -> list[_Worker]:
         workers = []
         try:
             for _ in range(count):  # start all first, then wait: imports run in parallel
-                process, conn = self._starter.open(self._preload, self._start_timeout)
+                process, conn = self._starter.open(preload, self._start_timeout)
                 worker = _Worker(process, conn)
                 workers.append(worker)
-                worker.conn.send((list(sys.path), self._preload))
+                worker.conn.send((list(sys.path), preload))
             deadline = time.monotonic() + self._start_timeout
             for worker in workers:
                 remaining = deadline - time.monotonic()

@@ -11,6 +11,7 @@ import contextlib
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -22,6 +23,7 @@ from scaletune.errors import WorkerStartError
 from scaletune.worker import Ready
 
 _PID_BYTES = 8  # the zygote's reply: the new worker's pid, a signed 64-bit integer
+_LENGTH = struct.Struct("I")  # a request's header (_zygote.LENGTH): its module names' length
 _ORPHAN_CHECK_SECONDS = 0.05
 
 
@@ -49,7 +51,8 @@ class WorkerStarter(Protocol):
         ...
 
     def open(self, preload: tuple[str, ...], timeout: float) -> tuple[WorkerProcess, Connection]:
-        """A new worker process and the controller's end of its connection."""
+        """A new worker process and the controller's end of its connection; `preload`: the
+        modules it will import (the backend's, and its job's program's)."""
         ...
 
     @property
@@ -110,7 +113,7 @@ class ForkServer:
                     self._zygote.close()
                 self._zygote = _Zygote(preload)
             self._zygote.wait_ready(timeout)
-            return self._zygote.fork()
+            return self._zygote.fork(preload)
 
     @property
     def server_pids(self) -> list[int]:
@@ -169,11 +172,15 @@ class _Zygote:
     def alive(self) -> bool:
         return self.process.poll() is None and not self._ended
 
-    def fork(self) -> tuple[WorkerProcess, Connection]:
+    def fork(self, modules: tuple[str, ...]) -> tuple[WorkerProcess, Connection]:
+        """A worker forked once the zygote has imported `modules` (at once if it has)."""
+        names = " ".join(modules).encode()
+        request = _LENGTH.pack(len(names)) + names
         ours, theirs = socket.socketpair()
         try:
             with theirs:
-                socket.send_fds(self._requests, [b"F"], [theirs.fileno()])
+                sent = socket.send_fds(self._requests, [request], [theirs.fileno()])
+                self._requests.sendall(request[sent:])
             reply = b""
             while len(reply) < _PID_BYTES:
                 chunk = self._requests.recv(_PID_BYTES - len(reply))

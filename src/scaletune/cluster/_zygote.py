@@ -1,7 +1,9 @@
 """The fork server's process: `python -m scaletune.cluster._zygote REQUESTS NOTICES` (two fds).
 
 It does the workers' imports once, then forks a worker for each request: the request carries
-the worker's end of its socketpair with the controller (SCM_RIGHTS), the reply is the new
+the worker's end of its socketpair with the controller (SCM_RIGHTS) and the modules its
+program needs, which the zygote imports first if it has not yet (so a job's second worker,
+and the next job of its kind, start with them: torch for the DNN); the reply is the new
 worker's pid. It reaps its workers and tells the controller each one's exit code. It is
 single-threaded and runs nothing but imports before forking: no thread pool (OpenMP, BLAS,
 torch's) has started and no CUDA context exists, so a forked worker starts as clean as a
@@ -24,6 +26,7 @@ from scaletune.cluster._process import serve
 from scaletune.worker import Ready, remember_environment
 
 PID = struct.Struct("q")
+LENGTH = struct.Struct("I")  # a request's header: the length of its module names that follow
 
 
 def main(requests: socket.socket, notices: Connection) -> None:
@@ -44,14 +47,40 @@ def main(requests: socket.socket, notices: Connection) -> None:
             os.read(wake_read, 512)
             _reap(notices)
         if requests.fileno() in readable:
-            message, fds, _, _ = socket.recv_fds(requests, 1, 1)
-            if not message:  # the controller is gone
+            header, fds, _, _ = socket.recv_fds(requests, LENGTH.size, 1)
+            header += _read(requests, LENGTH.size - len(header)) if header else b""
+            if len(header) < LENGTH.size:  # the controller is gone
                 return
+            (length,) = LENGTH.unpack(header)
+            modules = _read(requests, length)
+            if len(modules) < length:
+                return
+            _import(modules.decode().split())
             pid = os.fork()
             if pid == 0:
                 _become_worker(fds[0], requests, notices, (wake_read, wake_write))
             os.close(fds[0])
             requests.sendall(PID.pack(pid))
+
+
+def _read(requests: socket.socket, size: int) -> bytes:
+    """`size` bytes, or fewer if the controller is gone."""
+    data = b""
+    while len(data) < size:
+        chunk = requests.recv(size - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def _import(modules: list[str]) -> None:
+    """What the worker would import itself; a module that fails to import is left for the
+    worker, whose task then fails with the error where the controller sees it."""
+    for module in modules:
+        if module not in sys.modules:
+            with contextlib.suppress(Exception):
+                importlib.import_module(module)
 
 
 def _reap(notices: Connection) -> None:
