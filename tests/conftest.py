@@ -100,9 +100,10 @@ def no_leaks(
     assert not (_listening() - ports_before), "test left listening sockets"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def warm_backend() -> Iterator[LocalBackend]:
-    """One warm pool for a test module: its idle workers are not leaks."""
+    """One warm pool for a test process (a pytest-xdist worker runs many modules): its fork
+    server's imports are paid once, not per module; its idle workers are not leaks."""
     with pooled(LocalBackend(max_idle_workers=4)) as backend:
         yield backend
 

@@ -21,7 +21,7 @@ DIGITS = {"dataset": "digits"}
     ("algorithm", "hyperparameters", "channel"),
     [
         ("xgboost", {"num_round": 400, "max_depth": 3}, CANCER),
-        ("lightgbm", {"num_boost_round": 400, "num_leaves": 7}, CANCER),
+        ("lightgbm", {"num_boost_round": 1000, "num_leaves": 7}, CANCER),
         ("dnn", {"epochs": 8, "hidden_units": 32, "batch_size": 8}, DIGITS),
     ],
 )
@@ -43,6 +43,9 @@ def test_checkpoints_by_the_clock_come_at_its_interval_not_at_every_agreement(
     assert job.checkpoints is not None
     saved = len(job.checkpoints.complete())
     # At most one per interval of the job's time (the last at its end too), on a loaded
-    # machine as on a quiet one: a slower run has more intervals.
-    most = (record.wall_seconds or 0.0) / EVERY_SECONDS + 2
-    assert 1 <= saved <= most, (saved, record.wall_seconds)
+    # machine as on a quiet one: a slower run has more intervals. At least one once the job
+    # outlasted three intervals: a shorter one may end first (warm workers ran LightGBM's
+    # 400 rounds in 0.46 s, start and all).
+    wall = record.wall_seconds or 0.0
+    least = 1 if wall >= 3 * EVERY_SECONDS else 0
+    assert least <= saved <= wall / EVERY_SECONDS + 2, (saved, wall)
