@@ -6,6 +6,10 @@ import json
 
 import torch
 
+# torch's optimizers import torch._dynamo when first used (0.8 s): imported with the program,
+# the fork server does it once for every worker it forks (cluster._zygote).
+import torch._dynamo
+
 from scaletune.spec import DistributionStrategy
 from scaletune.worker import WorkerContext
 
