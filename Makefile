@@ -46,8 +46,9 @@ typecheck: $(STAMP)
 
 # The suite in two phases: the tests marked serial first, one at a time (they need the whole
 # machine: a multinode Ray, TensorFlow's fault tests, timings), then all others on
-# $(TEST_WORKERS) pytest-xdist workers, a test file to a worker at a time so that a module's warm
-# pool or Ray instance starts once. Both always run; the closing line is the second's.
+# $(TEST_WORKERS) pytest-xdist workers, a test file to a worker at a time so that a module's Ray
+# instance starts once (each worker keeps one warm pool for all its modules). Both always run;
+# the closing line is the second's.
 unit: $(STAMP)
 	rc=0; \
 	$(MAKE) --no-print-directory unit-serial || rc=$$?; \
