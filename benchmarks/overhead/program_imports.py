@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 
 from benchmarks._report import spread, summary, write
+from benchmarks.overhead._jobs import fit_seconds
 from scaletune.api import Estimator, Session
 from scaletune.cluster import LocalBackend
 from scaletune.cluster._backend import DEFAULT_PRELOAD
@@ -34,14 +34,10 @@ class _BackendPreloadOnly(ForkServer):
 
 
 def _job_seconds(session: Session) -> float:
-    channel = {"dataset": "digits"}
-    started = time.perf_counter()
-    job = Estimator(
+    estimator = Estimator(
         "dnn", {"epochs": 1, "hidden_units": 16}, instance_count=WORKERS, session=session
-    ).fit({"train": channel, "validation": channel})
-    elapsed = time.perf_counter() - started
-    assert job.describe().status.value == "Completed"
-    return elapsed
+    )
+    return fit_seconds(estimator, "digits")
 
 
 WAYS = {

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from benchmarks._programs import NoHyperparameters, do_nothing
 from benchmarks._report import summary, write
+from benchmarks.overhead._jobs import fit_seconds
 from scaletune.api import Estimator, Session
 from scaletune.cluster import LocalBackend
 from scaletune.cluster._starters import ForkServer, FreshInterpreters, WorkerStarter
@@ -57,14 +58,8 @@ def _launch_seconds(backend: LocalBackend, logs: Path) -> float:
 
 
 def _job_seconds(session: Session) -> float:
-    channel = {"dataset": "breast-cancer"}
-    started = time.perf_counter()
-    job = Estimator("xgboost", {"num_round": 1}, instance_count=WORKERS, session=session).fit(
-        {"train": channel, "validation": channel}
-    )
-    elapsed = time.perf_counter() - started
-    assert job.describe().status.value == "Completed"
-    return elapsed
+    estimator = Estimator("xgboost", {"num_round": 1}, instance_count=WORKERS, session=session)
+    return fit_seconds(estimator, "breast-cancer")
 
 
 WAYS = {
