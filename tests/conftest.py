@@ -38,6 +38,18 @@ def pytest_configure(config: pytest.Config) -> None:
     config.add_cleanup(_hang_report.close)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The serial tests that bound a latency or a timeout (`serial(timing=True)`) first: they
+    mostly wait, and `make test` type-checks beside the serial phase's start (beside a CPU hog,
+    0 failures in 40 runs). Otherwise the order stays."""
+    items.sort(key=lambda item: not _bounds_a_timing(item))
+
+
+def _bounds_a_timing(item: pytest.Item) -> bool:
+    marker = item.get_closest_marker("serial")
+    return marker is not None and bool(marker.kwargs.get("timing", False))
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Generator[None]:
     timeout = float(item.config.getini("timeout") or 0)

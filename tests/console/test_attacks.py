@@ -249,7 +249,7 @@ def test_live_pages_past_the_bound_are_told_to_wait_and_a_closed_one_frees_its_s
     second.close()
 
 
-@pytest.mark.serial  # measures a latency
+@pytest.mark.serial(timing=True)  # measures a latency
 def test_slow_clients_do_not_hold_up_the_others(
     served: tuple[RunningConsole, Store, str],
 ) -> None:

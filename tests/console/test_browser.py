@@ -128,7 +128,7 @@ def test_an_elastic_jobs_workers_over_time_are_drawn(
     assert errors.seen == []
 
 
-@pytest.mark.serial  # measures a latency
+@pytest.mark.serial(timing=True)  # measures a latency
 def test_a_report_shows_within_3_s_and_the_page_survives_a_dropped_connection(
     page: Any, stored: tuple[str, Store, TuningJobRecord], tmp_path: Path
 ) -> None:

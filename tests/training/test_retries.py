@@ -114,7 +114,7 @@ def test_an_exception_in_the_program_is_not_retried_unless_asked(session: Sessio
     ]
 
 
-@pytest.mark.serial  # a 3-s heartbeat timeout, and a bound on how soon it fires
+@pytest.mark.serial(timing=True)  # a 3-s heartbeat timeout, and a bound on how soon it fires
 def test_a_stopped_worker_is_detected_by_its_silence_and_retried(session: Session) -> None:
     spec = _spec(retry={"heartbeat_timeout_seconds": 3})
     record, pids = _run(session, spec, programs.xgboost_rank2_stopped_at_round_5)
@@ -127,7 +127,7 @@ def test_a_stopped_worker_is_detected_by_its_silence_and_retried(session: Sessio
     assert not pid_alive(pids[2])  # the stopped process was killed, not left behind
 
 
-@pytest.mark.serial  # a 3-s collective timeout, and a bound on how soon it fires
+@pytest.mark.serial(timing=True)  # a 3-s collective timeout, and a bound on how soon it fires
 def test_a_worker_that_hangs_alive_is_caught_by_its_peers_collective_timeout(
     session: Session,
 ) -> None:
