@@ -4,12 +4,13 @@ It does the workers' imports once, then forks a worker for each request: the req
 the worker's end of its socketpair with the controller (SCM_RIGHTS) and the modules its
 program needs, which the zygote imports first if it has not yet (so a job's second worker,
 and the next job of its kind, start with them: torch for the DNN); the reply is the new
-worker's pid. It reaps its workers and tells the controller each one's exit code. It is
-single-threaded and runs nothing but imports before forking: no thread pool (OpenMP, BLAS,
-torch's) has started and no CUDA context exists, so a forked worker starts as clean as a
-fresh interpreter that did the same imports. It ends when its controller does (its
-requests socket closes), and its workers follow it (they watch their parent). Nothing
-imports this module.
+worker's pid. It reaps its workers and tells the controller each one's exit code. Its own
+work is one thread, and it runs nothing but imports before forking: no thread pool has run work
+(OpenBLAS starts idle threads at numpy's import and shuts them down at a fork, its own
+handler's doing; torch's pool starts at its first operation) and no CUDA context exists, so a
+forked worker starts as clean as a fresh interpreter that did the same imports. It ends
+when its controller does (its requests socket closes), and its workers follow it (they watch
+their parent). Nothing imports this module.
 """
 
 import contextlib
