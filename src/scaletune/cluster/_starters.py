@@ -22,8 +22,11 @@ from typing import Protocol
 from scaletune.errors import WorkerStartError
 from scaletune.worker import Ready
 
-_PID_BYTES = 8  # the zygote's reply: the new worker's pid, a signed 64-bit integer
-_LENGTH = struct.Struct("I")  # a request's header (_zygote.LENGTH): its module names' length
+# The fork server's wire format, both ends (`_zygote` reads and writes the same): a request is
+# its header, the length of the module names that follow, with the worker's socket attached;
+# the reply is the new worker's pid.
+REQUEST_HEADER = struct.Struct("I")
+PID = struct.Struct("q")
 _ORPHAN_CHECK_SECONDS = 0.05
 
 
@@ -175,24 +178,23 @@ class _Zygote:
     def fork(self, modules: tuple[str, ...]) -> tuple[WorkerProcess, Connection]:
         """A worker forked once the zygote has imported `modules` (at once if it has)."""
         names = " ".join(modules).encode()
-        request = _LENGTH.pack(len(names)) + names
+        request = REQUEST_HEADER.pack(len(names)) + names
         ours, theirs = socket.socketpair()
         try:
             with theirs:
                 sent = socket.send_fds(self._requests, [request], [theirs.fileno()])
                 self._requests.sendall(request[sent:])
             reply = b""
-            while len(reply) < _PID_BYTES:
-                chunk = self._requests.recv(_PID_BYTES - len(reply))
+            while len(reply) < PID.size:
+                chunk = self._requests.recv(PID.size - len(reply))
                 if not chunk:
                     raise WorkerStartError("the fork server ended while forking a worker")
                 reply += chunk
         except OSError as exc:
             ours.close()
             raise WorkerStartError(f"the fork server cannot fork a worker: {exc}") from None
-        return ForkedProcess(int.from_bytes(reply, sys.byteorder, signed=True), self), Connection(
-            ours.detach()
-        )
+        (pid,) = PID.unpack(reply)
+        return ForkedProcess(pid, self), Connection(ours.detach())
 
     def _read_exits(self) -> None:
         while True:

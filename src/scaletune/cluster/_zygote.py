@@ -19,15 +19,12 @@ import os
 import select
 import signal
 import socket
-import struct
 import sys
 from multiprocessing.connection import Connection
 
 from scaletune.cluster._process import serve
+from scaletune.cluster._starters import PID, REQUEST_HEADER
 from scaletune.worker import Ready, remember_environment
-
-PID = struct.Struct("q")
-LENGTH = struct.Struct("I")  # a request's header: the length of its module names that follow
 
 
 def main(requests: socket.socket, notices: Connection) -> None:
@@ -48,20 +45,27 @@ def main(requests: socket.socket, notices: Connection) -> None:
             os.read(wake_read, 512)
             _reap(notices)
         if requests.fileno() in readable:
-            header, fds, _, _ = socket.recv_fds(requests, LENGTH.size, 1)
-            header += _read(requests, LENGTH.size - len(header)) if header else b""
-            if len(header) < LENGTH.size:  # the controller is gone
+            request = _next_request(requests)
+            if request is None:  # the controller is gone
                 return
-            (length,) = LENGTH.unpack(header)
-            modules = _read(requests, length)
-            if len(modules) < length:
-                return
-            _import(modules.decode().split())
+            fd, modules = request
+            _import(modules)
             pid = os.fork()
             if pid == 0:
-                _become_worker(fds[0], requests, notices, (wake_read, wake_write))
-            os.close(fds[0])
+                _become_worker(fd, requests, notices, (wake_read, wake_write))
+            os.close(fd)
             requests.sendall(PID.pack(pid))
+
+
+def _next_request(requests: socket.socket) -> tuple[int, list[str]] | None:
+    """A request's worker socket and module names; None once the controller is gone."""
+    header, fds, _, _ = socket.recv_fds(requests, REQUEST_HEADER.size, 1)
+    header += _read(requests, REQUEST_HEADER.size - len(header)) if header else b""
+    if len(header) < REQUEST_HEADER.size:
+        return None
+    (length,) = REQUEST_HEADER.unpack(header)
+    names = _read(requests, length)
+    return (fds[0], names.decode().split()) if len(names) == length else None
 
 
 def _read(requests: socket.socket, size: int) -> bytes:
