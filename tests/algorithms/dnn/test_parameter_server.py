@@ -247,3 +247,32 @@ def test_asynchronously_the_job_ends_with_its_pushes_whichever_workers_made_them
         finish(server, fast, late)
     finally:
         server.close()
+
+
+def test_every_epoch_other_workers_close_is_kept_with_the_weights_it_closed_on(
+    clients: list[ParameterServerClient],
+) -> None:
+    # Epochs of 2 pushes. Rank 0 (the one that reports) computes while worker 1 makes 4:
+    # two epochs close before rank 0 looks, and each is there with its own weights.
+    model = tiny_model()
+    pace = AppliedPace(LearningRateSchedule(1.0, 1.0, 0), epochs=2, updates_per_epoch=2)
+    updates = ServerUpdates(model, torch.optim.SGD(model.parameters(), lr=1.0), pace)
+    server = start_server(model, updates, 2, Asynchronous())
+    try:
+        (chief, model_chief), (other, model_other) = (
+            connect(server, rank, clients) for rank in (0, 1)
+        )
+        start = server.snapshot().clone()
+        _set_gradient(model_other, 1.0)
+        stops = [other.push(model_other, 0.5, 1, stop_wanted=False) for _ in range(4)]
+        assert stops == [False, False, False, True]
+        closed = server.take_closed_epochs()
+        assert [epoch.epoch for epoch in closed] == [1, 2]
+        torch.testing.assert_close(closed[0].weights, start - 2.0)
+        torch.testing.assert_close(closed[1].weights, start - 4.0)
+        assert [epoch.statistics.metrics()["train:loss"] for epoch in closed] == [0.5, 0.5]
+        assert server.take_closed_epochs() == []  # taken once
+        assert chief.push(model_chief, 0.0, 1, stop_wanted=False)  # the job is done
+        finish(server, chief, other)
+    finally:
+        server.close()

@@ -59,6 +59,17 @@ class EpochStatistics:
         return metrics
 
 
+@dataclass(frozen=True)
+class ClosedEpoch:
+    """An epoch of the server's progress as it stood when it closed: its weights, what the
+    server saw during it, and what the pace adds (AdaScale's gain, updates made)."""
+
+    epoch: int
+    weights: torch.Tensor
+    statistics: EpochStatistics
+    progress: dict[str, float]
+
+
 class ParameterServer:
     def __init__(
         self,
@@ -72,9 +83,11 @@ class ParameterServer:
         authkey: bytes,
         resume: dict[str, Any] | None = None,
         straggler_seconds: float = STRAGGLER_SECONDS,
+        worker_updates_per_epoch: int = 1,
     ) -> None:
         """`updates` steps `model`'s weights. `resume`: a `state()` taken earlier, restored
-        before any worker connects."""
+        before any worker connects. `worker_updates_per_epoch`: one worker's updates in a
+        pass over its shard (the pace's figures count data passes in them)."""
         self._model = model
         self._updates = updates
         self._world_size = world_size
@@ -92,11 +105,14 @@ class ParameterServer:
         self._finished = 0
         self._failure: str | None = None
         self._statistics = self._fresh_statistics()
+        self._worker_updates_per_epoch = worker_updates_per_epoch
+        self._closed: list[ClosedEpoch] = []  # closed by the server, not yet taken by rank 0
         self._closing = False
         self._sockets: list[socket.socket] = []
         self._threads: list[threading.Thread] = []
         if resume is not None:
             self._restore(resume)
+        self._last_closed = updates.reached()
         self._listener = socket.create_server((host, port))
         self.port = int(self._listener.getsockname()[1])
         self._listener.settimeout(ACCEPT_POLL_SECONDS)
@@ -122,10 +138,13 @@ class ParameterServer:
         with self._state:
             return self._updates.reached()
 
-    def progress_metrics(self, updates_per_epoch: int) -> dict[str, float]:
-        """What the pace adds to an epoch's report (AdaScale: gain, updates, data passes)."""
+    def take_closed_epochs(self) -> list[ClosedEpoch]:
+        """The epochs of the server's progress closed since rank 0 last asked, oldest first.
+        Other workers' pushes may close more than one while rank 0 computes a gradient
+        (asynchronously, or in rounds that go on without it): each is kept as it closed."""
         with self._state:
-            return self._updates.metrics(updates_per_epoch)
+            closed, self._closed = self._closed, []
+            return closed
 
     @property
     def finished(self) -> bool:
@@ -239,6 +258,7 @@ class ParameterServer:
                 )
             )
             self._clocks[rank] += 1
+            self._close_epochs()
             self._stop = self._stop or self._updates.finished
             if self._mode.max_staleness is not None:
                 self._state.notify_all()
@@ -307,9 +327,22 @@ class ParameterServer:
                 of=self._world_size,
             )
             self._pending.clear()
+            self._close_epochs()
             self._stop = self._stop or self._updates.finished
             self._round_stop = self._stop
             self._state.notify_all()
+
+    def _close_epochs(self) -> None:
+        """Keep each epoch the last update closed, with the weights it closed on."""
+        reached = self._updates.reached()
+        if reached <= self._last_closed:
+            return
+        weights = parameters_to_vector(self._model.parameters()).detach().clone()
+        progress = self._updates.metrics(self._worker_updates_per_epoch)
+        for epoch in range(self._last_closed + 1, reached + 1):
+            statistics, self._statistics = self._statistics, self._fresh_statistics()
+            self._closed.append(ClosedEpoch(epoch, weights, statistics, progress))
+        self._last_closed = reached
 
     def _count(self, push: Push) -> None:
         self._statistics.loss_sum += push.loss_sum

@@ -59,6 +59,7 @@ def train_parameter_server(run: DNNRun, mode: ServerMode) -> tuple[nn.Module, in
             port=rendezvous.master_port,
             authkey=authkey,
             resume=None if resumed is None else resumed["server"],
+            worker_updates_per_epoch=run.plan.updates_per_epoch,
         )
     try:
         client = ParameterServerClient(
@@ -89,9 +90,8 @@ def train_parameter_server(run: DNNRun, mode: ServerMode) -> tuple[nn.Module, in
                     stop = client.push(model, loss_sum, examples, ctx.stop_requested(), micro_sq)
                     pushed += 1
                     update += 1
-                    if server is not None and server_paced and server.reached() > reported:
-                        reported = server.reached()
-                        _report(run, server, scoring_model, reported)
+                    if server is not None and server_paced:
+                        reported = _report_closed(run, server, scoring_model) or reported
                     if server is not None and _due(ctx, update, stop and not server.finished):
                         _save(ctx, server, Position(epoch, pushed, update))
                     if stop:
@@ -157,13 +157,24 @@ def _report(
     scoring_model: nn.Module | None,
     epoch: int,
 ) -> None:
-    """Rank 0 scores the server's weights and reports the epoch."""
+    """Rank 0 scores the server's weights and reports the epoch it passed over its shard."""
     assert scoring_model is not None
     _load(scoring_model, server.snapshot())
-    metrics = server.take_statistics().metrics()
-    run.end_epoch(
-        epoch, scoring_model, metrics | server.progress_metrics(run.plan.updates_per_epoch)
-    )
+    run.end_epoch(epoch, scoring_model, server.take_statistics().metrics())
+
+
+def _report_closed(
+    run: DNNRun, server: ParameterServer, scoring_model: nn.Module | None
+) -> int | None:
+    """Rank 0 scores and reports every epoch the server closed since it last looked, each on
+    the weights it closed with; returns the last one (None: none closed)."""
+    assert scoring_model is not None
+    last = None
+    for closed in server.take_closed_epochs():
+        _load(scoring_model, closed.weights)
+        run.end_epoch(closed.epoch, scoring_model, closed.statistics.metrics() | closed.progress)
+        last = closed.epoch
+    return last
 
 
 def _resumed_state(run: DNNRun) -> dict[str, Any] | None:
