@@ -100,19 +100,17 @@ def test_several_objectives_and_a_constraint_through_the_api(session: Session) -
     assert frame["ParetoFront"].sum() == len(front)
 
 
-# Asynchronous PBT ranks the members running: a member is copied only while another reports
-# beside it. At 12 rounds (a fraction of a second), a run beside a busy machine saw the second
-# member's workers start after the first had ended, and no copy (as on Ray: see
-# test_population_based_training_on_ray_copies_checkpoints_between_trials). 240 rounds, ranked
-# every 30, give the start-up spread room; the failure message shows the overlap.
+# Synchronous PBT: the members wait for each other at every 6th round, so they are ranked
+# together however their starts spread on a busy machine (asynchronously, trials of 24 rounds,
+# a fraction of a second, could train apart and never be compared).
 def test_population_based_training_copies_checkpoints_between_real_trials(
     session: Session,
 ) -> None:
     estimator = Estimator(
         "xgboost",
-        {"num_round": 240, "eval_metric": "auc"},
+        {"num_round": 24, "eval_metric": "auc"},
         instance_count=2,
-        checkpoint={"every_steps": 30, "every_seconds": None},
+        checkpoint={"every_steps": 6, "every_seconds": None},
         session=session,
     )
     tuner = Tuner(
@@ -123,7 +121,7 @@ def test_population_based_training_copies_checkpoints_between_real_trials(
             "max_depth": IntegerRange(min_value=1, max_value=6),
         },
         strategy="PBT",
-        pbt={"perturbation_interval": 30, "resample_probability": 0},
+        pbt={"perturbation_interval": 6, "resample_probability": 0, "synchronous": True},
         max_jobs=6,
         max_parallel_jobs=2,
         seed=3,
@@ -136,11 +134,16 @@ def test_population_based_training_copies_checkpoints_between_real_trials(
     reports = {name: store.metrics(name, "validation:auc") for name in frame["TrainingJobName"]}
     # Each trial's first and last report: did they overlap?
     assert len(children) >= 1, {n: (r[0].time, r[-1].time) for n, r in reports.items() if r}
+    for name in frame["TrainingJobName"]:  # exploited at a generation, and stopped right there
+        reason = store.get_training_job(name).failure_reason or ""
+        if reason.startswith("exploited at step "):
+            step = int(reason.removeprefix("exploited at step ").split(":")[0])
+            assert step % 6 == 0 and reports[name][-1].step == step, (name, reason)
     for row in children.to_dict("records"):
         child = store.get_training_job(row["TrainingJobName"])
         parent = store.get_training_job(f"{job.id}-{int(row['ParentTrial']):03d}")
         step = int(row["ParentCheckpointStep"])
-        assert step % 30 == 0  # a checkpoint of the parent's, every 30 rounds
+        assert step % 6 == 0  # a checkpoint of the parent's, every 6 rounds
         (first, *_) = store.attempts.of(child.id)
         assert first.resumed_from_step == step  # its workers loaded the parent's trees
         theirs = [(p.step, p.value) for p in store.metrics(parent.id, "validation:auc")]

@@ -172,10 +172,9 @@ def test_a_tuning_job_of_8_trials_on_2_workers_each(
         )
 
 
-# Asynchronous PBT ranks the members running: a member can be copied only while another
-# reports beside it. Members start together, but their actors' start-up spreads apart on a
-# busy machine: at 400 rounds (1.2 s of reports) a clean-clone run saw both train apart, and no
-# copy. 1,200 rounds (3.6 s alone) bound that spread; the failure message shows the overlap.
+# Synchronous PBT: members wait for each other at every 10th round, on actors whose start-up
+# spreads apart on a busy machine (asynchronously, a clean-clone run saw two members of 400
+# rounds train apart and no copy).
 def test_population_based_training_on_ray_copies_checkpoints_between_trials(
     ray_session: Session,
 ) -> None:
@@ -184,16 +183,16 @@ def test_population_based_training_on_ray_copies_checkpoints_between_trials(
     spec = tuning_spec(
         strategy="PBT",
         hyperband=None,
-        pbt={"perturbation_interval": 100},
+        pbt={"perturbation_interval": 10, "synchronous": True},
         max_jobs=4,
         max_parallel_jobs=2,
-        training={  # long enough for both members to train at once on fresh actors
+        training={
             "algorithm": "xgboost",
             "instance_count": 2,
-            "hyperparameters": {"num_round": 1200, "max_depth": 3, "eval_metric": "logloss"},
+            "hyperparameters": {"num_round": 40, "max_depth": 3, "eval_metric": "logloss"},
             "channels": {"train": {"dataset": "breast-cancer"}},
             "cluster": {"backend": "ray"},
-            "checkpoint": {"every_steps": 100, "every_seconds": None},
+            "checkpoint": {"every_steps": 10, "every_seconds": None},
         },
         objective_metric="train:logloss",
     )
@@ -209,6 +208,11 @@ def test_population_based_training_on_ray_copies_checkpoints_between_trials(
         step = child.spec["checkpoint"]["start_from"]["step"]
         assert ray_session.store.attempts.of(child.id)[0].resumed_from_step == step
         assert child.status in (JobStatus.COMPLETED, JobStatus.STOPPED)
+    for trial in trials:  # exploited at a generation, and stopped right there
+        reason = trial.failure_reason or ""
+        if reason.startswith("exploited at step "):
+            step = int(reason.removeprefix("exploited at step ").split(":")[0])
+            assert step % 10 == 0 and reports[trial.trial_number][-1].step == step, reason
 
 
 def test_a_job_for_ray_is_refused_by_a_local_session(session: Session) -> None:

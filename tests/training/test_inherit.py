@@ -4,6 +4,8 @@ go on from its trees; a bad start is refused before anything is written."""
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +13,7 @@ import pytest
 
 from scaletune.api import Session
 from scaletune.checkpoints import CheckpointFolder
-from scaletune.errors import InvalidInputError
+from scaletune.errors import CheckpointNotReadyError, InvalidInputError
 from scaletune.spec import TrainingJobSpec, training_spec_from_dict
 from scaletune.store import JobStatus, TrainingJobRecord
 from tests.jobs import run_job
@@ -142,6 +144,34 @@ def test_a_checkpoint_whose_reports_are_not_stored_yet_is_passed_over(session: S
     assert [step for step, _ in _curve(session, second)] == list(range(1, 13))
     with pytest.raises(InvalidInputError, match=r"step: .* up to its checkpoint at step 16 are"):
         session.controller.prepare(_spec({"job": first.id, "step": 16}))
+
+
+@pytest.mark.parametrize("running", [True, False], ids=["running", "ended"])
+def test_a_newest_checkpoint_pruned_while_it_is_read_is_not_ready_while_its_job_runs(
+    session: Session, monkeypatch: pytest.MonkeyPatch, running: bool
+) -> None:
+    """A running job prunes its older checkpoints as it saves: between finding its newest
+    and reading it, a copy can see it go (a PBT donor going on). Asked again, the copy finds
+    the newer one. An ended job prunes nothing: a checkpoint gone then is an error."""
+    first = run_job(session, _spec())
+    if running:
+        session.store.mark_in_progress(first.id, 0.0, os.getpid(), "here")
+    load = CheckpointFolder.load
+
+    def pruned_once_found(self: CheckpointFolder, checkpoint: Any) -> dict[str, bytes]:
+        files = load(self, checkpoint)  # found whole (resume_point reads it)...
+        monkeypatch.setattr(CheckpointFolder, "load", pruned)
+        return files
+
+    def pruned(self: CheckpointFolder, checkpoint: Any) -> dict[str, bytes]:
+        shutil.rmtree(checkpoint.location)  # ...then pruned by the job going on
+        return load(self, checkpoint)
+
+    monkeypatch.setattr(CheckpointFolder, "load", pruned_once_found)
+    expected = CheckpointNotReadyError if running else InvalidInputError
+    with pytest.raises(expected, match="cannot be read") as raised:
+        session.controller.prepare(_spec({"job": first.id}))
+    assert isinstance(raised.value, CheckpointNotReadyError) is running
 
 
 def test_a_copy_resumed_before_it_ever_started_goes_on_from_its_inherited_checkpoint(

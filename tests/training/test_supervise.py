@@ -265,3 +265,79 @@ def test_while_reports_stream_in_the_controller_lets_them_gather_between_looks(
     assert reported == [1, 2, 3, 4, 5]
     assert (writes.steps, writes.checkpoints) == ([1, 2, 3, 4, 5], [5])
     assert (tmp_path / "log").read_text() == "a line\n"
+
+
+class _JudgingGroup(ScriptedGroup):
+    """Records what the controller tells the workers, and what it had told them before each
+    look; at `release_at`'s look the tuner decides (`decide`)."""
+
+    def __init__(self, batches: list[list[WorkerEvent]], release_at: int, decide: Any) -> None:
+        super().__init__(batches)
+        self.release_at, self.decide = release_at, decide
+        self.told: list[str] = []
+        self.told_before: list[list[str]] = []
+
+    def poll(self, timeout: float) -> list[WorkerEvent]:
+        self.told_before.append(list(self.told))
+        events = super().poll(timeout)
+        if self.polls == self.release_at:
+            self.decide()
+        return events
+
+    def judged(self, step: int) -> None:
+        self.told.append(f"judged {step}")
+
+    def request_stop(self, goes_on: bool = False) -> None:
+        self.told.append("stop")
+
+
+def test_a_held_verdict_reaches_the_workers_once_released_its_stop_first(tmp_path: Path) -> None:
+    # The tuner holds step 2's verdict (synchronous PBT: other trials are not there yet) and
+    # decides a stop at the third look: then, and only then, the workers are told, the stop
+    # first. Step 4's verdict, in at once, waits behind step 2's: they are passed in order.
+    stop = Stopper()
+
+    def decide() -> None:
+        stop.request(JobStatus.STOPPED, "exploited at step 2")
+        stop.verdicts.release(2)
+
+    def on_report(event: Report) -> None:
+        if event.step == 2:
+            stop.verdicts.hold(2)
+
+    group = _JudgingGroup(
+        [
+            [Report(0, 2, {"accuracy": 0.5}, 2.0)],
+            [Report(0, 4, {"accuracy": 0.6}, 4.0)],
+            [],
+            [Finished(0, stopped=True)],  # it stopped at step 2, as told
+        ],
+        release_at=3,
+        decide=decide,
+    )
+    job = SimpleNamespace(
+        spec=training_spec_from_dict(
+            {"algorithm": "xgboost", "channels": {"train": {"dataset": "breast-cancer"}}}
+        ),
+        paths=SimpleNamespace(log_path=lambda rank: tmp_path / "log"),
+        judged_steps=frozenset({2, 4}),
+    )
+    run = SimpleNamespace(
+        job=job, writer=_Writes(), stop=stop, started=SystemClock().monotonic(), on_report=on_report
+    )
+    ending = supervise(
+        cast(JobRun, run),
+        cast(Group, group),
+        AttemptState(number=1, size=1),
+        asked_to_stop=lambda: False,
+        clock=SystemClock(),
+        timing=Timing(
+            poll_seconds=0.01,
+            stop_check_seconds=60.0,
+            metrics_flush_seconds=60.0,
+            stop_grace_seconds=5.0,
+        ),
+    )
+    assert group.told_before[:3] == [[], [], []]  # nothing judged while step 2 was held
+    assert group.told[:4] == ["stop", "judged 2", "stop", "judged 4"]
+    assert (ending.status, ending.reason) == (JobStatus.STOPPED, "exploited at step 2")

@@ -62,7 +62,7 @@ def test_trials_wait_for_a_verdict_at_every_rung_below_max_resource(
     hyperband: HyperbandScheduler,
 ) -> None:
     # Rungs 1 and 3 (bracket 0), 3 (bracket 1); at 9 a trial finishes by itself.
-    assert hyperband.judged_steps() == frozenset({1, 3})
+    assert hyperband.judged_steps(None) == frozenset({1, 3})
 
 
 def test_the_worked_example(hyperband: HyperbandScheduler) -> None:

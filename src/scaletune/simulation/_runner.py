@@ -18,7 +18,7 @@ from scaletune.simulation._curves import Curve, CurveSource
 from scaletune.spec import CapacityPlan, TrainingJobSpec
 from scaletune.store import JobOutcome, JobStatus, MetricPoint, Store
 from scaletune.training import Stopper, new_job_record
-from scaletune.tuning._runners import OnReport
+from scaletune.tuning._runners import JudgedSteps, OnReport
 from scaletune.worker import Report
 
 
@@ -76,8 +76,8 @@ class SimulatedTrialRunner:
                 f"has {self.capacity_workers}"
             )
 
-    def judge_at(self, steps: frozenset[int]) -> None:
-        pass  # a simulated trial waits for nothing: its stop lands at the report that asks it
+    def judge_at(self, steps: JudgedSteps) -> None:
+        pass  # a simulated trial's stop lands at the report that asks it; a held one waits
 
     def prepare(
         self, spec: TrainingJobSpec, *, job_id: str, tuning_job_id: str, trial_number: int
@@ -199,7 +199,13 @@ class SimulatedTrialRunner:
         self.clock.advance_to(moment)
         trial = self._trials[number]
         if number not in self._ending:
-            self._report(trial)
+            step = self._report(trial)
+            if not trial.stopper.verdicts.is_in(step):  # held for the others: it waits there
+                held = self.clock.monotonic()
+                trial.stopper.verdicts.when_released(
+                    step, lambda: self._released(number, trial, held)
+                )
+                return []
             last = trial.reported == len(trial.curve.points)
             if not trial.stopper.is_set() and (
                 not last or trial.curve.ends_at > trial.curve.points[-1].seconds
@@ -209,7 +215,15 @@ class SimulatedTrialRunner:
         self._finish(number, trial.stopper if trial.stopper.is_set() else None)
         return [number]
 
-    def _report(self, trial: _Trial) -> None:
+    def _released(self, number: int, trial: _Trial, held: float) -> None:
+        """A held trial's verdict is in: its curve goes on from now, later by the wait (a stop
+        decided there ends it at the next `wait`)."""
+        if self._trials.get(number) is not trial or trial.stopper.is_set():
+            return
+        trial.started += self.clock.monotonic() - held
+        self._schedule(number, trial)
+
+    def _report(self, trial: _Trial) -> int:
         point = trial.curve.points[trial.reported]
         trial.reported += 1
         now = self.clock.time()
@@ -219,6 +233,7 @@ class SimulatedTrialRunner:
         trial.final_metrics.update(point.metrics)
         assert trial.on_report is not None  # set by start()
         trial.on_report(Report(rank=0, step=point.step, metrics=dict(point.metrics), time=now))
+        return point.step
 
     def wait_all(self) -> list[int]:
         """Every running trial's stopper is set by now: they end at this moment."""

@@ -141,13 +141,17 @@ class PBTSpec(Frozen):
     the bottom `quantile_fraction` of the trials running, it stops, and a new trial goes on
     from the newest checkpoint of one in the top fraction (exploit) with that one's settings
     perturbed (explore): each multiplied by one of `perturbation_factors` (a category moves
-    to a neighbour), or drawn afresh with `resample_probability`."""
+    to a neighbour), or drawn afresh with `resample_probability`. `synchronous`: the whole
+    population is ranked at each multiple of the interval, once every member is there."""
 
     perturbation_interval: int = Field(ge=1)
     population: int | None = Field(default=None, ge=2, description="max_parallel_jobs if unset")
     quantile_fraction: float = Field(default=0.25, gt=0, le=0.5)
     resample_probability: float = Field(default=0.25, ge=0, le=1)
     perturbation_factors: tuple[float, float] = (1.2, 0.8)
+    # Ray Tune's `synch`: rank the whole population at the same steps (the multiples of
+    # perturbation_interval), each member waiting there for the others.
+    synchronous: bool = False
 
     @model_validator(mode="after")
     def _positive_factors(self) -> PBTSpec:

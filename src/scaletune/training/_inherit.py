@@ -11,7 +11,7 @@ from scaletune.algorithms import Algorithm
 from scaletune.checkpoints import Checkpoint, CheckpointError, CheckpointFolder
 from scaletune.errors import CheckpointNotReadyError, InvalidInputError, JobNotFoundError
 from scaletune.spec import StartFrom, TrainingJobSpec
-from scaletune.store import MetricPoint, Store
+from scaletune.store import MetricPoint, Store, TrainingJobRecord
 from scaletune.training._attempt import (
     INHERITED_FROM,
     reported_step,
@@ -96,13 +96,30 @@ def read_inheritance(
                     f"{where}.job: job {donor.id!r} has no complete checkpoint yet"
                 )
             checkpoint = found
-        files = folder.load(checkpoint)
+        files = _load(folder, checkpoint, donor, newest=start_from.step is None)
     except CheckpointError as exc:
         raise InvalidInputError(f"{where}: {exc}") from None
     saved = reported_step(checkpoint)
     up_to = checkpoint.step if saved is None else saved
     metrics = [point for point in reports if point.step <= up_to]
     return Inheritance(donor.id, checkpoint, files, metrics)
+
+
+def _load(
+    folder: CheckpointFolder, checkpoint: Checkpoint, donor: TrainingJobRecord, *, newest: bool
+) -> dict[str, bytes]:
+    """The checkpoint's files. A running job prunes its older checkpoints as it saves: its
+    newest, found a moment ago, may be gone by the time it is read, for a newer one, which
+    the next try finds (a PBT copy started as its donor goes on)."""
+    try:
+        return folder.load(checkpoint)
+    except CheckpointError as exc:
+        if newest and not donor.status.is_terminal:
+            raise CheckpointNotReadyError(
+                f"checkpoint.start_from.job: job {donor.id!r}'s checkpoint at step "
+                f"{checkpoint.step} was replaced while it was read ({exc})"
+            ) from None
+        raise
 
 
 def copy_checkpoint(inheritance: Inheritance, folder: CheckpointFolder) -> Checkpoint:

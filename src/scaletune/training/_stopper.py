@@ -1,4 +1,5 @@
-"""How others end a running job: a stop with a status and a reason, from any thread."""
+"""How others end a running job: a stop with a status and a reason, from any thread; and,
+for a tuning trial, whether the tuner's verdict at a step it judges is in yet."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ class Stopper:
         self.grace_seconds: float | None = None  # the controller's own grace if None
         self.early = False  # a tuner's scheduler stopped it: it ran as asked, for less
         self._listeners: list[Callable[[], None]] = []
+        self.verdicts = VerdictGate()
 
     def request(
         self,
@@ -53,3 +55,40 @@ class Stopper:
 
     def is_set(self) -> bool:
         return self._event.is_set()
+
+
+class VerdictGate:
+    """A tuning trial's verdicts at the steps its tuner judges. Most are in as the report is:
+    the scheduler decides on it alone. One that waits on other trials (synchronous PBT ranks
+    the population once every member has reached the step) is held until released; the
+    trial's program waits at that step meanwhile, and a stop decided for it is requested
+    before the release, so that it lands there."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: set[int] = set()
+        self._listeners: dict[int, list[Callable[[], None]]] = {}
+
+    def hold(self, step: int) -> None:
+        with self._lock:
+            self._held.add(step)
+
+    def release(self, step: int) -> None:
+        with self._lock:
+            self._held.discard(step)
+            listeners = self._listeners.pop(step, [])
+        for listener in listeners:
+            listener()
+
+    def is_in(self, step: int) -> bool:
+        with self._lock:
+            return step not in self._held
+
+    def when_released(self, step: int, listener: Callable[[], None]) -> None:
+        """Call `listener` once, in the releasing thread, when `step`'s verdict is in (now if
+        it is): a simulated trial goes on from there."""
+        with self._lock:
+            if step in self._held:
+                self._listeners.setdefault(step, []).append(listener)
+                return
+        listener()

@@ -18,6 +18,7 @@ from scaletune.store import JobStatus, MetricPoint, RejectedMetric
 from scaletune.training._attempt import JobRun
 from scaletune.training._ending import Ending, Fault, ResizeCheck
 from scaletune.training._notices import AttemptNotices
+from scaletune.training._stopper import Stopper, VerdictGate
 from scaletune.worker import CheckpointSaved, Exited, Failed, Finished, LogOutput, Notice, Report
 
 ROOT_CAUSE_SECONDS = 0.5
@@ -63,7 +64,8 @@ def supervise(
 ) -> Ending:
     spec, log_path, writer = run.job.spec, run.job.paths.log_path, run.writer
     stop, started, on_report = run.stop, run.started, run.on_report
-    judged_steps = run.job.judged_steps
+    judged_steps, verdicts = run.job.judged_steps, run.stop.verdicts
+    awaiting: set[int] = set()  # judged steps reported whose verdict is not in yet
     deadline = started + spec.max_runtime_seconds
     heartbeat_timeout = spec.retry.heartbeat_timeout_seconds
     next_stop_check = next_flush = next_notice_check = clock.monotonic()
@@ -96,10 +98,9 @@ def supervise(
                         ]
                     )
                 on_report(event)
-                if event.step in judged_steps:  # its task waits: the verdict is in
-                    if stop.is_set():  # and reaches the workers first
-                        group.request_stop(goes_on=_goes_on(Ending(stop.status, stop.reason)))
-                    group.judged(event.step)
+                if event.step in judged_steps:  # its task waits for the verdict
+                    awaiting.add(event.step)
+                    _pass_verdicts(group, stop, verdicts, awaiting)
             elif isinstance(event, CheckpointSaved):
                 # The reports up to it first: a resume needs every one of them stored.
                 writer.metrics(state.pending)
@@ -114,6 +115,8 @@ def supervise(
                 failures.append(event)
             elif isinstance(event, Notice) and notices is not None:
                 noticed = notices.from_worker(event) or noticed
+        if awaiting:  # held for other trials (synchronous PBT): released meanwhile?
+            _pass_verdicts(group, stop, verdicts, awaiting)
         if spec.tensorflow_parameter_server and 0 in finished and not servers_told:
             # The chief's training loop is the job; its workers and parameter servers serve
             # until told to end (their stop ends them at once, and they finish).
@@ -175,6 +178,18 @@ def supervise(
     # A program that ran to its end before it saw the stop is complete, model and all: a trial
     # paused at a rung after its last step (a race with fast rounds) is not paused unsaved.
     return stopping if stopping is not None and cut_short else Ending(JobStatus.COMPLETED)
+
+
+def _pass_verdicts(group: Group, stop: Stopper, verdicts: VerdictGate, awaiting: set[int]) -> None:
+    """Tell the task each verdict that is in, oldest first; a stop it decided reaches the
+    workers before the word that the step is judged."""
+    for step in sorted(awaiting):
+        if not verdicts.is_in(step):
+            return
+        awaiting.discard(step)
+        if stop.is_set():
+            group.request_stop(goes_on=_goes_on(Ending(stop.status, stop.reason)))
+        group.judged(step)
 
 
 def _goes_on(ending: Ending) -> bool:

@@ -34,7 +34,7 @@ from scaletune.tuning._ranking import (
     Ranking,
     ReportedValue,
 )
-from scaletune.tuning._schedulers import CONTINUE, Decision, Verdict
+from scaletune.tuning._schedulers import CONTINUE, Decided, Decision, Verdict
 
 
 @dataclass
@@ -71,11 +71,14 @@ class HyperbandScheduler(ABC):
         """The trial's bracket, once drawn (at its first report)."""
         return self._layout.drawn(trial)
 
-    def judged_steps(self) -> frozenset[int]:
+    def judged_steps(self, full_resource: int | None) -> frozenset[int]:
         """Every bracket's rungs below max_resource (there a trial finishes by itself)."""
         return frozenset(
             rung for rungs in self._layout.rungs for rung in rungs if rung < self.max_resource
         )
+
+    def take_decided(self) -> list[Decided]:
+        return []  # a rung's verdict is decided on the trial's own report
 
     def bracket_weights(self) -> np.ndarray:
         """The chance of drawing each bracket now (`_brackets`)."""

@@ -28,7 +28,7 @@ from scaletune.spec import (
     Scaling,
 )
 from scaletune.spec._names import CLUSTER_SIZE
-from scaletune.tuning._schedulers import CONTINUE, Decision, Verdict
+from scaletune.tuning._schedulers import CONTINUE, Decided, Decision, Verdict
 from scaletune.tuning._searchers import (
     Config,
     OptunaSearcher,
@@ -159,11 +159,18 @@ class PopulationBasedTraining:
         if step - self._ready_at.get(trial, 0) < self._settings.perturbation_interval:
             return CONTINUE
         self._ready_at[trial] = step
-        if self._restoring or self._count + len(self._pending) >= self._max_jobs:
+        if self._restoring or not self._may_exploit():
             return CONTINUE
-        bottom, top = self._quantiles()
+        bottom, top = self._quantiles(self._latest)
         if trial not in bottom:
             return CONTINUE
+        return self._exploit(trial, step, value, top)
+
+    def _may_exploit(self) -> bool:
+        return self._count + len(self._pending) < self._max_jobs
+
+    def _exploit(self, trial: int, step: int, value: float, top: Sequence[int]) -> Verdict:
+        """Stop `trial` for a copy of one of the `top` members that has a checkpoint."""
         donors = sorted(member for member in top if self._has_checkpoint(member))
         if not donors:
             return CONTINUE
@@ -177,12 +184,11 @@ class PopulationBasedTraining:
             f"from trial {donor}'s checkpoint with its settings perturbed",
         )
 
-    def _quantiles(self) -> tuple[list[int], list[int]]:
-        """The bottom and the top members by their newest values (Ray Tune's sizes: the
-        fraction of the ranked members, rounded up, at most half of them)."""
-        ranked = sorted(
-            self._latest, key=lambda member: self._latest[member], reverse=not self._maximize
-        )  # worst first
+    def _quantiles(self, values: Mapping[int, float]) -> tuple[list[int], list[int]]:
+        """The bottom and the top members by `values` (Ray Tune's sizes: the fraction of the
+        ranked members, rounded up, at most half of them)."""
+        ranked = sorted(values, key=lambda member: values[member], reverse=not self._maximize)
+        # worst first
         if len(ranked) < 2:
             return [], []
         size = min(math.ceil(len(ranked) * self._settings.quantile_fraction), len(ranked) // 2)
@@ -223,6 +229,14 @@ class PopulationBasedTraining:
     @property
     def pending(self) -> Sequence[Exploit]:
         return tuple(self._pending)
+
+    def judged_steps(self, full_resource: int | None) -> frozenset[int]:
+        # A member is ranked perturbation_interval steps after its last ranking, wherever
+        # it started (an exploit's copy starts at its donor's step): no fixed steps.
+        return frozenset()
+
+    def take_decided(self) -> list[Decided]:
+        return []  # each report is decided on its own
 
 
 class _Searcher:
@@ -270,10 +284,11 @@ class _Scheduler:
     def bracket(self, trial: int) -> int | None:
         return None
 
-    def judged_steps(self) -> frozenset[int]:
-        # A member is ranked perturbation_interval steps after its last ranking, wherever
-        # it started (an exploit's copy starts at its donor's step): no fixed steps.
-        return frozenset()
+    def judged_steps(self, full_resource: int | None) -> frozenset[int]:
+        return self._population.judged_steps(full_resource)
+
+    def take_decided(self) -> list[Decided]:
+        return self._population.take_decided()
 
 
 def _integer(parameter: Range) -> bool:

@@ -18,6 +18,8 @@ from scaletune.training import PreparedJob, Stopper, TrainingController
 from scaletune.worker import Report
 
 OnReport = Callable[[Report], None]
+# A trial's judged steps from its full length in steps (None: not known).
+JudgedSteps = Callable[[int | None], frozenset[int]]
 
 
 class TrialRunner(Protocol):
@@ -31,9 +33,10 @@ class TrialRunner(Protocol):
         """Make room for this many workers at once (or refuse, naming the number)."""
         ...
 
-    def judge_at(self, steps: frozenset[int]) -> None:
-        """The steps where the scheduler decides (its rungs): a trial's program waits at the
-        report of each until judged, so the decision lands there whatever the machine's load."""
+    def judge_at(self, steps: JudgedSteps) -> None:
+        """The steps where the scheduler decides (its rungs), given a trial's full length: a
+        trial's program waits at the report of each until judged, so the decision lands
+        there whatever the machine's load."""
         ...
 
     def prepare(
@@ -80,7 +83,7 @@ class JobTrialRunner:
         self._threads: dict[int, threading.Thread] = {}
         self._ended: queue.Queue[int] = queue.Queue()
         self._concurrent_workers: int | None = None  # the parallel trials' workers, all told
-        self._judged_steps: frozenset[int] = frozenset()
+        self._judged_steps: JudgedSteps = lambda full: frozenset()
 
     def ensure_capacity(self, workers: int) -> None:
         self.controller.backend.ensure_capacity(workers)
@@ -88,7 +91,7 @@ class JobTrialRunner:
         # once, so that its math runs on its share instead of on every core.
         self._concurrent_workers = workers
 
-    def judge_at(self, steps: frozenset[int]) -> None:
+    def judge_at(self, steps: JudgedSteps) -> None:
         self._judged_steps = steps
 
     def prepare(
@@ -107,9 +110,10 @@ class JobTrialRunner:
     def _keep(self, trial_number: int, job: PreparedJob) -> int | None:
         if self._concurrent_workers is not None:
             job = dataclasses.replace(job, concurrent_workers=self._concurrent_workers)
-        job = dataclasses.replace(job, judged_steps=self._judged_steps)
+        full = job.algorithm.full_resource(job.hyperparameters)
+        job = dataclasses.replace(job, judged_steps=self._judged_steps(full))
         self._prepared[trial_number] = job
-        return job.algorithm.full_resource(job.hyperparameters)
+        return full
 
     def start(self, trial_number: int, stopper: Stopper, on_report: OnReport) -> None:
         job = self._prepared.pop(trial_number)

@@ -16,6 +16,9 @@ class Decision(StrEnum):
     STOP = "Stop"  # stopped early: its status is Stopped
     FINISH = "Finish"  # reached its full budget (max_resource): its status is Completed
     PAUSE = "Pause"  # its workers are freed and its checkpoint kept, until it is promoted
+    # Not decided yet: it waits on other trials' reports at this step (synchronous PBT); the
+    # verdict comes later, from `Scheduler.take_decided`.
+    HOLD = "Hold"
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,16 @@ class Verdict:
 
 
 CONTINUE = Verdict(Decision.CONTINUE)
+HOLD = Verdict(Decision.HOLD)
+
+
+@dataclass(frozen=True)
+class Decided:
+    """A verdict on a report that was held: `trial`'s at `step`."""
+
+    trial: int
+    step: int
+    verdict: Verdict
 
 
 class Scheduler(Protocol):
@@ -51,9 +64,15 @@ class Scheduler(Protocol):
         """The trial's bracket, recorded with its result; None where there are none."""
         ...
 
-    def judged_steps(self) -> frozenset[int]:
+    def judged_steps(self, full_resource: int | None) -> frozenset[int]:
         """The steps whose reports a trial waits on until judged: where this scheduler may
-        stop or pause it. None where it may at any step: waiting at each would slow all."""
+        stop or pause it. None where it may at any step: waiting at each would slow all.
+        `full_resource`: the trial's steps when nothing stops it, where known."""
+        ...
+
+    def take_decided(self) -> list[Decided]:
+        """The verdicts on held reports decided since it was last asked, oldest first (a
+        report or an end of one trial may decide those of others)."""
         ...
 
 
@@ -69,8 +88,11 @@ class _NeverPauses:
     def bracket(self, trial: int) -> int | None:
         return None
 
-    def judged_steps(self) -> frozenset[int]:
+    def judged_steps(self, full_resource: int | None) -> frozenset[int]:
         return frozenset()  # FIFO decides nothing; the median rule, at any step
+
+    def take_decided(self) -> list[Decided]:
+        return []  # every verdict is decided on its report
 
 
 class FIFOScheduler(_NeverPauses):

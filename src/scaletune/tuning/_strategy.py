@@ -14,6 +14,7 @@ from scaletune.tuning._hyperband import hyperband_scheduler
 from scaletune.tuning._lastvalue import LastValueSearcher
 from scaletune.tuning._multifidelity import RungModelSearcher
 from scaletune.tuning._pbt import PopulationBasedTraining
+from scaletune.tuning._pbt_synchronous import SynchronousPopulationBasedTraining
 from scaletune.tuning._schedulers import FIFOScheduler, MedianStoppingScheduler, Scheduler
 from scaletune.tuning._searchers import (
     GridSearcher,
@@ -74,8 +75,11 @@ def make_search(
     which copies checkpoints only from trials that `has_checkpoint`."""
     if spec.strategy is Strategy.PBT:
         assert spec.pbt is not None  # the spec refuses PBT without [pbt]
+        kind = (
+            SynchronousPopulationBasedTraining if spec.pbt.synchronous else PopulationBasedTraining
+        )
         return PopulationSearch(
-            PopulationBasedTraining(
+            kind(
                 spec.ranges,
                 spec.objective_type,
                 spec.seed,

@@ -17,7 +17,7 @@ from scaletune.store import JobOutcome, JobStatus, NewTrainingJob, Store, Traini
 from scaletune.training import Stopper
 from scaletune.tuning._runners import TrialRunner
 from scaletune.tuning._running_cost import BillableSoFar, fixed_size, resized
-from scaletune.tuning._schedulers import Decision
+from scaletune.tuning._schedulers import Decision, Verdict
 from scaletune.tuning._searchers import Suggestion, TrialResult
 from scaletune.tuning._strategy import Search
 from scaletune.tuning._tally import Tally
@@ -131,18 +131,21 @@ class TrialTable:
         with self.lock:
             self.search.searcher.on_report(number, report.step, value)
             verdict = self.search.scheduler.on_report(number, report.step, value, others)
-        if verdict.decision is Decision.STOP:
-            stopper.request(JobStatus.STOPPED, verdict.reason or "stopped early", early=True)
-        elif verdict.decision is Decision.PAUSE:
-            # A pause is worth its checkpoint alone: the program gets longer than a stop's
-            # grace to save one (Ray actors on a busy machine took more than 5 s, and a trial
-            # killed unsaved was promoted from scratch). A program that checks ends at once.
-            stopper.request(
-                JobStatus.PAUSED, verdict.reason or "paused", grace_seconds=PAUSE_GRACE_SECONDS
-            )
-        elif verdict.decision is Decision.FINISH and (full is None or report.step < full):
-            # A trial that ends at this step anyway finishes by itself, model and all.
-            stopper.request(JobStatus.COMPLETED, verdict.reason or "finished")
+            if verdict.decision is Decision.HOLD:
+                # Held under the lock: whichever report decides it releases it after.
+                stopper.verdicts.hold(report.step)
+            self._apply_decided()
+        _apply(verdict, stopper, report.step, full)
+
+    def _apply_decided(self) -> None:
+        """The held verdicts the scheduler has decided (the lock held): each trial's stop is
+        requested before its step is released, so that it lands at that step."""
+        for decided in self.search.scheduler.take_decided():
+            trial = self.running.get(decided.trial)
+            if trial is None:  # it ended meanwhile
+                continue
+            _apply(decided.verdict, trial.stopper, decided.step, trial.full_resource)
+            trial.stopper.verdicts.release(decided.step)
 
     # -- ends --------------------------------------------------------------------------------
 
@@ -172,6 +175,7 @@ class TrialTable:
             self.search.searcher.observe(result)
             if not paused:
                 self.search.scheduler.on_end(number)
+                self._apply_decided()  # the held may have waited for this one alone
         feasible = self.feasible(record)
         if result.value is not None:
             self.consider(trial.job_id, result.value, feasible)
@@ -182,6 +186,7 @@ class TrialTable:
         self.tally.outcomes[status] += 1
         with self.lock:
             self.search.scheduler.on_end(number)
+            self._apply_decided()
 
     def end_paused(self) -> None:
         """The trials still paused when the tuning job ends will not go on: Stopped."""
@@ -193,6 +198,7 @@ class TrialTable:
         with self.lock:
             for number in waiting:
                 self.search.scheduler.on_end(number)
+            self._apply_decided()
         self.paused.clear()
         self.preempted.clear()
 
@@ -252,3 +258,19 @@ class TrialTable:
     def consider(self, job_id: str, value: float, feasible: bool = True) -> None:
         if self.tally.consider(value, feasible):
             self._store.set_tuning_best(self._id, job_id, value)
+
+
+def _apply(verdict: Verdict, stopper: Stopper, step: int, full: int | None) -> None:
+    """What a verdict at `step` asks of its trial's job."""
+    if verdict.decision is Decision.STOP:
+        stopper.request(JobStatus.STOPPED, verdict.reason or "stopped early", early=True)
+    elif verdict.decision is Decision.PAUSE:
+        # A pause is worth its checkpoint alone: the program gets longer than a stop's grace
+        # to save one (Ray actors on a busy machine took more than 5 s, and a trial killed
+        # unsaved was promoted from scratch). A program that checks ends at once.
+        stopper.request(
+            JobStatus.PAUSED, verdict.reason or "paused", grace_seconds=PAUSE_GRACE_SECONDS
+        )
+    elif verdict.decision is Decision.FINISH and (full is None or step < full):
+        # A trial that ends at this step anyway finishes by itself, model and all.
+        stopper.request(JobStatus.COMPLETED, verdict.reason or "finished")

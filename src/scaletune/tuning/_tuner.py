@@ -234,7 +234,7 @@ class _Run:
     def run(self) -> TuningJobRecord:
         self.lease.take()  # before anything: one controller runs it (a resume's, taken)
         self.runner.ensure_capacity(self.spec.max_parallel_jobs * self.spec.max_task_count)
-        self.runner.judge_at(self.search.scheduler.judged_steps())
+        self.runner.judge_at(self.search.scheduler.judged_steps)
         clock = self.tuner.clock
         # A resumed job keeps its first start: its wall time spans the interruption.
         start = self.store.get_tuning_job(self.id).start_time or clock.time()
