@@ -252,14 +252,7 @@ def test_while_reports_stream_in_the_controller_lets_them_gather_between_looks(
         gather_seconds=0.02,
         sleep=lambda seconds: slept.append((group.polls, seconds)),
     )
-    ending = supervise(
-        cast(JobRun, run),
-        cast(Group, group),
-        AttemptState(number=1, size=1),
-        asked_to_stop=lambda: False,
-        clock=SystemClock(),
-        timing=timing,
-    )
+    ending = _supervise(run, group, timing)
     assert ending.status is JobStatus.COMPLETED
     assert slept == [(1, 0.02), (2, 0.02), (4, 0.02)]  # after the looks that found reports alone
     assert reported == [1, 2, 3, 4, 5]
@@ -325,19 +318,25 @@ def test_a_held_verdict_reaches_the_workers_once_released_its_stop_first(tmp_pat
     run = SimpleNamespace(
         job=job, writer=_Writes(), stop=stop, started=SystemClock().monotonic(), on_report=on_report
     )
-    ending = supervise(
+    timing = Timing(
+        poll_seconds=0.01,
+        stop_check_seconds=60.0,
+        metrics_flush_seconds=60.0,
+        stop_grace_seconds=5.0,
+    )
+    ending = _supervise(run, group, timing)
+    assert group.told_before[:3] == [[], [], []]  # nothing judged while step 2 was held
+    assert group.told[:4] == ["stop", "judged 2", "stop", "judged 4"]
+    assert (ending.status, ending.reason) == (JobStatus.STOPPED, "exploited at step 2")
+
+
+def _supervise(run: SimpleNamespace, group: ScriptedGroup, timing: Timing) -> Any:
+    """One attempt supervised on a scripted group, never asked to stop from outside."""
+    return supervise(
         cast(JobRun, run),
         cast(Group, group),
         AttemptState(number=1, size=1),
         asked_to_stop=lambda: False,
         clock=SystemClock(),
-        timing=Timing(
-            poll_seconds=0.01,
-            stop_check_seconds=60.0,
-            metrics_flush_seconds=60.0,
-            stop_grace_seconds=5.0,
-        ),
+        timing=timing,
     )
-    assert group.told_before[:3] == [[], [], []]  # nothing judged while step 2 was held
-    assert group.told[:4] == ["stop", "judged 2", "stop", "judged 4"]
-    assert (ending.status, ending.reason) == (JobStatus.STOPPED, "exploited at step 2")

@@ -19,6 +19,7 @@ from scaletune.tuning._pbt_synchronous import (
 )
 from scaletune.tuning._schedulers import Decided, Decision
 from tests.simulated import RisingCurves
+from tests.tuning.test_pbt import _pbt_job
 
 RANGES: dict[str, Range] = {"x": ContinuousRange(min_value=0.0, max_value=1.0)}
 
@@ -150,26 +151,16 @@ def store(tmp_path: Path) -> Iterator[Store]:
         yield opened
 
 
-def _job(**pbt: Any) -> dict[str, Any]:
-    return {
-        "name": "pbt",
-        "objective_metric": "accuracy",
-        "strategy": "PBT",
-        "pbt": {"perturbation_interval": 2, "synchronous": True, **pbt},
-        "max_jobs": 12,
-        "max_parallel_jobs": 4,
-        "seed": 1,
-        "ranges": {
+def _job() -> dict[str, Any]:
+    return _pbt_job(
+        pbt={"perturbation_interval": 2, "synchronous": True},
+        max_jobs=12,
+        ranges={
             "x": {"type": "Continuous", "min_value": 0, "max_value": 1},
             # 1 to 3 workers: members step at different speeds (1 + step / workers seconds)
             "instance_count": {"type": "Integer", "min_value": 1, "max_value": 3},
         },
-        "training": {
-            "algorithm": "script",
-            "instance_count": 1,
-            "script": {"entry_point": "simulated-trial"},
-        },
-    }
+    )
 
 
 def test_in_simulation_members_wait_for_each_other_and_exploits_land_at_generations(

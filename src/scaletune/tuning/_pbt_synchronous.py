@@ -12,12 +12,10 @@ no member waits on one that has not started."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
-from scaletune.spec import ObjectiveType, PBTSpec, Range
 from scaletune.tuning._pbt import PopulationBasedTraining
 from scaletune.tuning._schedulers import CONTINUE, HOLD, Decided, Verdict
-from scaletune.tuning._searchers import Config
 
 # Where a trial's length is not known (a script's), its judged steps are its first
 # generations, this many: past them it is still ranked, only not held at each.
@@ -25,28 +23,9 @@ UNKNOWN_LENGTH_GENERATIONS = 100
 
 
 class SynchronousPopulationBasedTraining(PopulationBasedTraining):
-    def __init__(
-        self,
-        ranges: Mapping[str, Range],
-        objective: ObjectiveType,
-        seed: int,
-        settings: PBTSpec,
-        *,
-        population: int,
-        max_jobs: int,
-        first: Sequence[Config] = (),
-        has_checkpoint: Callable[[int], bool] | None = None,
-    ) -> None:
-        super().__init__(
-            ranges,
-            objective,
-            seed,
-            settings,
-            population=population,
-            max_jobs=max_jobs,
-            first=first,
-            has_checkpoint=has_checkpoint,
-        )
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """As `PopulationBasedTraining`'s."""
+        super().__init__(*args, **kwargs)
         # Each open generation: the members that got there, with their value at its step
         # (or at the first step they reported past it).
         self._generations: dict[int, dict[int, float]] = {}

@@ -225,15 +225,21 @@ def test_a_round_short_of_its_backup_workers_counts_as_the_share_it_applied() ->
     assert (updates.reached(), updates.finished) == (2, True)
 
 
+def _counting_server(epochs: int, updates_per_epoch: int) -> ParameterServer:
+    """An asynchronous server of 2 workers that counts the job's epochs in pushes applied
+    (lr 1: each push of a gradient of ones takes 1 off every weight)."""
+    model = tiny_model()
+    pace = AppliedPace(LearningRateSchedule(1.0, 1.0, 0), epochs, updates_per_epoch)
+    updates = ServerUpdates(model, torch.optim.SGD(model.parameters(), lr=1.0), pace)
+    return start_server(model, updates, 2, Asynchronous())
+
+
 def test_asynchronously_the_job_ends_with_its_pushes_whichever_workers_made_them(
     clients: list[ParameterServerClient],
 ) -> None:
     # One epoch of 2 workers x 2 batches: 4 pushes. Worker 0 makes all 4 (worker 1, a
     # straggler, none): the job is done, and worker 1's late push is not applied.
-    model = tiny_model()
-    pace = AppliedPace(LearningRateSchedule(1.0, 1.0, 0), epochs=1, updates_per_epoch=4)
-    updates = ServerUpdates(model, torch.optim.SGD(model.parameters(), lr=1.0), pace)
-    server = start_server(model, updates, 2, Asynchronous())
+    server = _counting_server(epochs=1, updates_per_epoch=4)
     try:
         (fast, model_fast), (late, model_late) = (connect(server, rank, clients) for rank in (0, 1))
         _set_gradient(model_fast, 1.0)
@@ -254,10 +260,7 @@ def test_every_epoch_other_workers_close_is_kept_with_the_weights_it_closed_on(
 ) -> None:
     # Epochs of 2 pushes. Rank 0 (the one that reports) computes while worker 1 makes 4:
     # two epochs close before rank 0 looks, and each is there with its own weights.
-    model = tiny_model()
-    pace = AppliedPace(LearningRateSchedule(1.0, 1.0, 0), epochs=2, updates_per_epoch=2)
-    updates = ServerUpdates(model, torch.optim.SGD(model.parameters(), lr=1.0), pace)
-    server = start_server(model, updates, 2, Asynchronous())
+    server = _counting_server(epochs=2, updates_per_epoch=2)
     try:
         (chief, model_chief), (other, model_other) = (
             connect(server, rank, clients) for rank in (0, 1)
