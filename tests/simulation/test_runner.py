@@ -7,12 +7,22 @@ from typing import Any
 
 import pytest
 
+from scaletune._verdict import VERDICT_WAIT_SECONDS
 from scaletune.analysis import summarize
 from scaletune.errors import InvalidInputError
-from scaletune.simulation import ClusterCosts, Curve, CurvePoint, simulate_tuning
+from scaletune.simulation import (
+    ClusterCosts,
+    Curve,
+    CurvePoint,
+    SimulatedClock,
+    SimulatedTrialRunner,
+    simulate_tuning,
+)
 from scaletune.spec import ObjectiveType, TuningJobSpec, tuning_spec_from_dict
 from scaletune.store import JobStatus, Store
+from scaletune.training import Stopper
 from scaletune.tuning import hyperband_scheduler
+from scaletune.worker import Report
 
 COSTS = ClusterCosts(start_seconds=2.0, scaling_efficiency=1.0)
 
@@ -178,3 +188,36 @@ def test_cluster_costs_add_start_up_and_divide_step_time_among_workers() -> None
     assert costs.arrival_seconds([3.0, 6.0], 3) == [6.5, 8.0]
     with pytest.raises(InvalidInputError, match="scaling_efficiency must be within"):
         ClusterCosts(scaling_efficiency=1.5)
+
+
+@pytest.mark.parametrize("released_after", [5.0, None], ids=["released", "never"])
+def test_a_held_trial_waits_for_its_release_or_goes_on_after_a_real_programs_wait(
+    store: Store, released_after: float | None
+) -> None:
+    """A trial whose verdict at step 3 is held (synchronous PBT: others are not there yet)
+    reports nothing more until it is released, then goes on, later by the wait. Never
+    released, it goes on after VERDICT_WAIT_SECONDS, as a real trial's program does."""
+    clock = SimulatedClock(0.0)
+    runner = SimulatedTrialRunner(store, SequenceSource([0.5]), clock)
+    spec = _spec().trial_spec({"x": 0.5})
+    runner.prepare(spec, job_id="held", tuning_job_id="t", trial_number=0)
+    stopper, times = Stopper(), {}
+
+    def on_report(report: Report) -> None:
+        times[report.step] = clock.monotonic()
+        if report.step == 3:
+            stopper.verdicts.hold(3)
+
+    runner.start(0, stopper, on_report)
+    while 3 not in times:
+        runner.wait(1.0)
+    if released_after is not None:
+        clock.advance_to(times[3] + released_after)
+        stopper.verdicts.release(3)
+    while runner.running:
+        runner.wait(1.0)
+    step_seconds = 2.0 / 2  # the curve's 2 s a step, on the spec's 2 workers
+    waited = released_after if released_after is not None else VERDICT_WAIT_SECONDS
+    assert times[4] - times[3] == pytest.approx(step_seconds + waited)
+    assert times[5] - times[4] == pytest.approx(step_seconds)
+    assert store.get_training_job("held").status is JobStatus.COMPLETED

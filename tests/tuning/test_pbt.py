@@ -296,11 +296,16 @@ class _DonorsLate(SimulatedTrialRunner):
         )
 
 
+@pytest.mark.parametrize("synchronous", [False, True], ids=["async", "sync"])
 @pytest.mark.parametrize("always", [False, True], ids=["late", "never"])
-def test_a_copy_waits_for_its_running_donors_checkpoint(store: Store, always: bool) -> None:
+def test_a_copy_waits_for_its_running_donors_checkpoint(
+    store: Store, always: bool, synchronous: bool
+) -> None:
     """A copy whose donor's checkpoint is not usable yet starts at a later round, not as a
-    trial that failed; one whose donor ends first (its reports all stored) fails."""
-    spec = tuning_spec_from_dict(_pbt_job(pbt={"perturbation_interval": 2}))
+    trial that failed; one whose donor ends first (its reports all stored) fails, and a
+    synchronous population does not wait for it."""
+    pbt = {"perturbation_interval": 2, "synchronous": synchronous}
+    spec = tuning_spec_from_dict(_pbt_job(pbt=pbt))
     clock = SimulatedClock(1_000.0)
     runner = _DonorsLate(store, clock, always=always)
     controller = TuningController(runner, clock=clock)

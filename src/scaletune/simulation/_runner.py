@@ -12,6 +12,7 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from scaletune._verdict import VERDICT_WAIT_SECONDS
 from scaletune.errors import InvalidInputError
 from scaletune.simulation._clock import SimulatedClock
 from scaletune.simulation._curves import Curve, CurveSource
@@ -67,6 +68,7 @@ class SimulatedTrialRunner:
         self._events: list[tuple[float, int, int]] = []  # (moment, order, trial number)
         self._ending: set[int] = set()  # trials whose next event is their end, not a report
         self._asked_to_stop: set[int] = set()  # running trials whose stopper is set
+        self._held: dict[int, float] = {}  # trials held at a judged step, since when
         self._order = 0  # ties go in the order they were scheduled: runs are deterministic
 
     def ensure_capacity(self, workers: int) -> None:
@@ -183,13 +185,18 @@ class SimulatedTrialRunner:
 
     def wait(self, timeout_seconds: float) -> list[int]:
         """End the trials that were asked to stop; else move to the next report and deliver it.
-        `timeout_seconds` means nothing here: simulated waiting costs nothing."""
+        With nothing scheduled (every running trial held for a copy that waits for its donor's
+        checkpoint), the clock moves on by `timeout_seconds`, as a real wait would."""
         if self._asked_to_stop:  # in the order they started, as every run of a seed
             stopped = [n for n in self._trials if n in self._asked_to_stop]
             for number in stopped:
                 self._finish(number, self._trials[number].stopper)
             return stopped
-        if not self._events:
+        if not self._events:  # every trial held, or none running: the wait passes idle
+            idle_until = self.clock.monotonic() + timeout_seconds
+            if self.horizon_seconds is not None:
+                idle_until = min(idle_until, self.horizon_seconds)
+            self.clock.advance_to(max(self.clock.monotonic(), idle_until))
             return []
         moment, _, number = self._events[0]
         if self.horizon_seconds is not None and moment > self.horizon_seconds:
@@ -200,12 +207,14 @@ class SimulatedTrialRunner:
         trial = self._trials[number]
         if number not in self._ending:
             step = self._report(trial)
-            if not trial.stopper.verdicts.is_in(step):  # held for the others: it waits there
-                held = self.clock.monotonic()
-                trial.stopper.verdicts.when_released(
-                    step, lambda: self._released(number, trial, held)
-                )
+            if not trial.stopper.verdicts.is_in(step):  # held for the others: it waits there,
+                # as a real trial's program does, at most VERDICT_WAIT_SECONDS
+                self._held[number] = self.clock.monotonic()
+                trial.started += VERDICT_WAIT_SECONDS
+                self._schedule(number, trial)
+                trial.stopper.verdicts.when_released(step, lambda: self._released(number, trial))
                 return []
+            self._held.pop(number, None)  # it went on past a hold that was never released
             last = trial.reported == len(trial.curve.points)
             if not trial.stopper.is_set() and (
                 not last or trial.curve.ends_at > trial.curve.points[-1].seconds
@@ -215,13 +224,17 @@ class SimulatedTrialRunner:
         self._finish(number, trial.stopper if trial.stopper.is_set() else None)
         return [number]
 
-    def _released(self, number: int, trial: _Trial, held: float) -> None:
+    def _released(self, number: int, trial: _Trial) -> None:
         """A held trial's verdict is in: its curve goes on from now, later by the wait (a stop
         decided there ends it at the next `wait`)."""
-        if self._trials.get(number) is not trial or trial.stopper.is_set():
-            return
-        trial.started += self.clock.monotonic() - held
-        self._schedule(number, trial)
+        held = self._held.pop(number, None)
+        if held is None or self._trials.get(number) is not trial:
+            return  # it went on without the verdict, or ended
+        self._events = [event for event in self._events if event[2] != number]
+        heapq.heapify(self._events)
+        trial.started += self.clock.monotonic() - held - VERDICT_WAIT_SECONDS
+        if not trial.stopper.is_set():
+            self._schedule(number, trial)
 
     def _report(self, trial: _Trial) -> int:
         point = trial.curve.points[trial.reported]
@@ -246,6 +259,7 @@ class SimulatedTrialRunner:
         trial = self._trials.pop(number)
         self._ending.discard(number)
         self._asked_to_stop.discard(number)
+        self._held.pop(number, None)
         self._events = [event for event in self._events if event[2] != number]
         heapq.heapify(self._events)
         reason: str | None

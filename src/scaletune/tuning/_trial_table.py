@@ -112,6 +112,9 @@ class TrialTable:
         )
         with self.lock:
             self.search.searcher.observe(TrialResult(suggestion.number, None))
+            # Ended before it began: a synchronous population no longer waits for it.
+            self.search.scheduler.on_end(suggestion.number)
+            self._apply_decided()
         self.tally.outcomes[JobStatus.FAILED] += 1
         self.count_failure(f"could not start: {error}")
 
