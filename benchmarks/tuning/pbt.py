@@ -5,13 +5,16 @@ its learning rate (0.001 to 0.5, logarithmic) and momentum (0.5 to 0.99, on the 
 distance to 1) tuned. Every 2 epochs the bottom quarter goes on from the newest checkpoint of
 the top quarter with its settings perturbed (x1.2 or x0.8, or drawn afresh with probability
 0.25): the same PBT settings on both tools, the same 4 first members (drawn from the seed),
-a checkpoint at the end of every epoch on both. Three arms per seed, their order rotating:
+a checkpoint at the end of every epoch on both. Five arms per seed (`--arms` picks some),
+their order rotating:
 
 - scaletune `strategy = "PBT"` (each copy a trial of its own; 16 trials at most);
+- the same with `pbt.synchronous = true`: the population ranked together every 2 epochs;
 - Ray Tune's `PopulationBasedTraining` with a function trainable that trains the same network
   (scaletune's, the same initial weights) on the same split with the same optimiser and batch
   size, shuffling each epoch (the data put in Ray's object store once); Ray multiplies
   momentum itself by the factor, so a custom explore step keeps it within its range;
+- the same with `synch=True`, Ray Tune's synchronous PBT;
 - scaletune `strategy = "Random"` with the same 4 first members and no exploitation: what
   PBT adds.
 
@@ -21,7 +24,7 @@ all, and the wall time of the tuning run (Ray's start, `ray.init`, not counted).
 
     PYTHONPATH=. .bench-venv/bin/python -m benchmarks.tuning.pbt --seeds 10
 
-Writes benchmarks/results/tuning_pbt.{json,md}.
+Writes benchmarks/results/tuning_pbt.{json,md} (`--name` for another name).
 """
 
 from __future__ import annotations
@@ -52,7 +55,20 @@ LEARNING_RATE = (0.001, 0.5)
 MOMENTUM = (0.5, 0.99)
 TRAIN_ROWS = 55_000  # MNIST's training file less its last 5,000 rows (the validation split)
 UPDATES_PER_EPOCH = math.ceil(TRAIN_ROWS / BATCH)
-ARMS = ("scaletune PBT", "Ray Tune PBT", "scaletune Random (no PBT)")
+ARMS = (
+    "scaletune PBT",
+    "scaletune PBT synchronous",
+    "Ray Tune PBT",
+    "Ray Tune PBT synch",
+    "scaletune Random (no PBT)",
+)
+# Paired differences, where both arms ran: (minuend, subtrahend, label).
+DIFFERENCES = (
+    ("scaletune PBT", "Ray Tune PBT", "scaletune PBT minus Ray Tune PBT"),
+    ("scaletune PBT synchronous", "Ray Tune PBT synch", "synchronous: scaletune minus Ray Tune"),
+    ("scaletune PBT synchronous", "scaletune PBT", "scaletune synchronous minus asynchronous"),
+    ("scaletune PBT", "scaletune Random (no PBT)", "scaletune PBT minus no PBT"),
+)
 
 
 def first_members(seed: int) -> list[dict[str, float]]:
@@ -70,7 +86,10 @@ def first_members(seed: int) -> list[dict[str, float]]:
     ]
 
 
-def _scaletune(session: Session, seed: int, epochs: int, strategy: str) -> dict[str, Any]:
+def _scaletune(
+    session: Session, seed: int, epochs: int, strategy: str, *, synchronous: bool = False
+) -> dict[str, Any]:
+    pbt = {"perturbation_interval": INTERVAL, "synchronous": synchronous}
     channel = {"dataset": "mnist", "dataset_file": str(MNIST_FOLDER)}
     spec = tuning_spec_from_dict(
         {
@@ -82,7 +101,7 @@ def _scaletune(session: Session, seed: int, epochs: int, strategy: str) -> dict[
             "max_parallel_jobs": POPULATION,
             "seed": seed,
             "first_configurations": first_members(seed),
-            **({"pbt": {"perturbation_interval": INTERVAL}} if strategy == "PBT" else {}),
+            **({"pbt": pbt} if strategy == "PBT" else {}),
             "ranges": {
                 "learning_rate": {
                     "type": "Continuous",
@@ -210,7 +229,9 @@ def _report_count() -> Any:
     return ReportCount()
 
 
-def _ray(data_ref: Any, storage: Path, seed: int, epochs: int) -> dict[str, Any]:
+def _ray(
+    data_ref: Any, storage: Path, seed: int, epochs: int, *, synch: bool = False
+) -> dict[str, Any]:
     from ray import tune
     from ray.tune.schedulers import PopulationBasedTraining
     from ray.tune.search.basic_variant import BasicVariantGenerator
@@ -227,6 +248,7 @@ def _ray(data_ref: Any, storage: Path, seed: int, epochs: int) -> dict[str, Any]
         quantile_fraction=0.25,
         resample_probability=0.25,
         custom_explore_fn=_within_ranges,
+        synch=synch,
     )
     tuner = tune.Tuner(
         tune.with_resources(tune.with_parameters(_ray_member, data=data_ref), {"cpu": 1}),
@@ -281,6 +303,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--epochs", type=int, default=8)
+    parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
+    parser.add_argument("--name", default="tuning_pbt")
     args = parser.parse_args()
     if args.seeds < 2 or args.epochs <= INTERVAL:
         parser.error(
@@ -288,20 +312,26 @@ def main() -> None:
         )
     import ray
 
-    runs: dict[str, list[dict[str, Any]]] = {arm: [] for arm in ARMS}
+    arms = [arm for arm in ARMS if arm in args.arms]
+    runs: dict[str, list[dict[str, Any]]] = {arm: [] for arm in arms}
     with tempfile.TemporaryDirectory() as scratch, Session(Path(scratch) / "store.db") as session:
         session.backend.prestart(POPULATION)
         ray.init(num_cpus=POPULATION, include_dashboard=False, log_to_driver=False)
         try:
             data_ref = ray.put(_mnist_arrays())
             for seed in range(args.seeds):
-                for turn in range(len(ARMS)):
-                    arm = ARMS[(seed + turn) % len(ARMS)]
-                    if arm == "Ray Tune PBT":
-                        run = _ray(data_ref, Path(scratch) / "ray", seed, args.epochs)
+                for turn in range(len(arms)):
+                    arm = arms[(seed + turn) % len(arms)]
+                    synchronous = "synch" in arm
+                    if arm.startswith("Ray Tune"):
+                        run = _ray(
+                            data_ref, Path(scratch) / "ray", seed, args.epochs, synch=synchronous
+                        )
                     else:
-                        strategy = "PBT" if arm == "scaletune PBT" else "Random"
-                        run = _scaletune(session, seed, args.epochs, strategy)
+                        strategy = "Random" if "Random" in arm else "PBT"
+                        run = _scaletune(
+                            session, seed, args.epochs, strategy, synchronous=synchronous
+                        )
                     runs[arm].append(run)
                     print(arm, run, flush=True)
         finally:
@@ -310,14 +340,14 @@ def main() -> None:
 
 
 def _write(runs: dict[str, list[dict[str, Any]]], args: argparse.Namespace) -> None:
-    accuracy = {arm: np.array([r["best_accuracy"] for r in runs[arm]]) for arm in ARMS}
+    accuracy = {
+        arm: np.array([r["best_accuracy"] for r in results]) for arm, results in runs.items()
+    }
     rng = np.random.default_rng(0)
-    ours = accuracy["scaletune PBT"]
     differences = {
-        "scaletune PBT minus Ray Tune PBT": paired_interval(ours - accuracy["Ray Tune PBT"], rng),
-        "scaletune PBT minus no PBT": paired_interval(
-            ours - accuracy["scaletune Random (no PBT)"], rng
-        ),
+        label: paired_interval(accuracy[first] - accuracy[second], rng)
+        for first, second, label in DIFFERENCES
+        if first in runs and second in runs
     }
     rows = [
         [
@@ -329,7 +359,7 @@ def _write(runs: dict[str, list[dict[str, Any]]], args: argparse.Namespace) -> N
             "wall s: median",
         ]
     ]
-    for arm in ARMS:
+    for arm in runs:
         values = accuracy[arm]
         rows.append(
             [
@@ -346,13 +376,14 @@ def _write(runs: dict[str, list[dict[str, Any]]], args: argparse.Namespace) -> N
         for name, d in differences.items()
     )
     write(
-        "tuning_pbt",
+        args.name,
         "Population-based training on real training: scaletune against Ray Tune",
         {"settings": vars(args), "differences": differences, "runs": runs},
         rows,
         f"""
 Seeds 0..{args.seeds - 1}, the arms' order rotating seed by seed. Paired by seed (mean
-[bootstrap 95 % interval]):
+[bootstrap 95 % interval]; synchronous: the population ranked together at each interval,
+a member that gets there first waiting for the rest):
 {lines}
 
 A population of {POPULATION} MLPs ({HIDDEN} hidden units) on MNIST, {args.epochs} epochs, SGD,
