@@ -229,16 +229,18 @@ def _copies(store: Path) -> int:
             return 0
 
 
+@pytest.mark.parametrize("synchronous", [False, True], ids=["async", "sync"])
 def test_resume_after_kill_9_of_a_pbt_job(
-    session: Session, store_path: Path, tmp_path: Path
+    session: Session, store_path: Path, tmp_path: Path, synchronous: bool
 ) -> None:
     """Population-based training: the members running at the kill go on from their own
     checkpoints (a copy from its inherited one or a later one); the replayed reports decide
-    nothing; copies made after the resume take new numbers."""
+    nothing; copies made after the resume take new numbers. Synchronous, the generations the
+    replay passed are not waited on again."""
     file = tmp_path / "tuning.toml"
     pbt = TUNING.replace('strategy = "Hyperband"', 'strategy = "PBT"').replace(
         "[hyperband]\nmin_resource = 100\nmax_resource = 400\neta = 2\n",
-        "[pbt]\nperturbation_interval = 80\n",
+        f"[pbt]\nperturbation_interval = 80\nsynchronous = {str(synchronous).lower()}\n",
     )
     file.write_text(pbt.replace("max_jobs = 6", "max_jobs = 8"))
     _kill_9_when(
