@@ -187,8 +187,7 @@ class PopulationBasedTraining:
     def _quantiles(self, values: Mapping[int, float]) -> tuple[list[int], list[int]]:
         """The bottom and the top members by `values` (Ray Tune's sizes: the fraction of the
         ranked members, rounded up, at most half of them)."""
-        ranked = sorted(values, key=lambda member: values[member], reverse=not self._maximize)
-        # worst first
+        ranked = sorted(values, key=values.__getitem__, reverse=not self._maximize)  # worst first
         if len(ranked) < 2:
             return [], []
         size = min(math.ceil(len(ranked) * self._settings.quantile_fraction), len(ranked) // 2)

@@ -91,7 +91,7 @@ def train_parameter_server(run: DNNRun, mode: ServerMode) -> tuple[nn.Module, in
                     pushed += 1
                     update += 1
                     if server is not None and server_paced:
-                        reported = _report_closed(run, server, scoring_model) or reported
+                        reported = _report_closed(run, server, scoring_model, reported)
                     if server is not None and _due(ctx, update, stop and not server.finished):
                         _save(ctx, server, Position(epoch, pushed, update))
                     if stop:
@@ -164,17 +164,16 @@ def _report(
 
 
 def _report_closed(
-    run: DNNRun, server: ParameterServer, scoring_model: nn.Module | None
-) -> int | None:
+    run: DNNRun, server: ParameterServer, scoring_model: nn.Module | None, reported: int
+) -> int:
     """Rank 0 scores and reports every epoch the server closed since it last looked, each on
-    the weights it closed with; returns the last one (None: none closed)."""
+    the weights it closed with; returns the last epoch reported (`reported` if none)."""
     assert scoring_model is not None
-    last = None
     for closed in server.take_closed_epochs():
         _load(scoring_model, closed.weights)
         run.end_epoch(closed.epoch, scoring_model, closed.statistics.metrics() | closed.progress)
-        last = closed.epoch
-    return last
+        reported = closed.epoch
+    return reported
 
 
 def _resumed_state(run: DNNRun) -> dict[str, Any] | None:
