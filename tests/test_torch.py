@@ -1,6 +1,7 @@
 """scaletune.torch's AdaScale wrapper: its gain from hand-computed norms in one process, the
 optimiser's own rates left as they were, and a real 2-worker DDP script that uses it; and
-`leave_group`, the end of a distributed script, on two real ranks."""
+`agreed` and `leave_group` (a stop agreed on, the end of a distributed script) on two real
+ranks."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from scaletune.algorithms.dnn import GradientNoiseScale
 from scaletune.api import Session
 from scaletune.spec import load_training_spec
 from scaletune.store import JobStatus
-from scaletune.torch import AdaScale, leave_group
+from scaletune.torch import AdaScale, agreed, leave_group
 from tests.cli.test_cli import EXAMPLES
 from tests.jobs import run_job
 
@@ -110,9 +111,11 @@ def test_a_ddp_script_with_adascale_runs_on_two_workers(session: Session) -> Non
 LEAVING = """
 import sys
 import torch.distributed as dist
-from scaletune.torch import leave_group
-dist.init_process_group("gloo", init_method=sys.argv[1], rank=int(sys.argv[2]), world_size=2)
-dist.all_reduce(__import__("torch").ones(1))
+from scaletune.torch import agreed, leave_group
+rank = int(sys.argv[2])
+dist.init_process_group("gloo", init_method=sys.argv[1], rank=rank, world_size=2)
+# A stop one rank learnt of is every rank's; none learnt of is no rank's.
+print(agreed(rank == 1), agreed(False), end=" ")
 print("before", end="")  # no newline: flushed by leave_group, not by a line's end
 leave_group()
 print("after")
@@ -120,8 +123,8 @@ print("after")
 
 
 def test_leave_group_ends_each_rank_at_once_with_its_output_flushed(tmp_path: Path) -> None:
-    """Two real ranks: each prints, leaves (exit 0, its output all there) and runs nothing
-    past it. Without a process group it returns."""
+    """Two real ranks: they agree on a stop only one was told of, each prints, leaves (exit 0,
+    its output all there) and runs nothing past it. Without a process group it returns."""
     script = tmp_path / "leaving.py"
     script.write_text(LEAVING)
     init = f"file://{tmp_path / 'rendezvous'}"
@@ -136,5 +139,6 @@ def test_leave_group_ends_each_rank_at_once_with_its_output_flushed(tmp_path: Pa
     ]
     for rank in ranks:
         out, err = rank.communicate(timeout=120)
-        assert (rank.returncode, out) == (0, "before"), err
+        assert (rank.returncode, out) == (0, "True False before"), err
     leave_group()  # this test's process has no group: it goes on
+    assert agreed(True) and not agreed(False)  # nor does `agreed` need one

@@ -242,7 +242,7 @@ def test_jobs_resize_asks_an_elastic_job_for_a_size_within_its_range(
 def test_jobs_notice_tells_a_running_job_that_a_workers_machine_goes(
     session: Session, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from scaletune.store import NewTrainingJob
+    from scaletune.store import JobOutcome, JobStatus, NewTrainingJob
 
     store = session.store
     spec = {"algorithm": "dnn", "instance_count": 3, "cluster": {"notice_seconds": 45}}
@@ -269,12 +269,15 @@ def test_jobs_notice_tells_a_running_job_that_a_workers_machine_goes(
 
     store.create_training_job(NewTrainingJob("waiting", None, "dnn", spec, {}, 3, 1.0, ""))
     store.mark_in_progress("waiting", 2.0, os.getpid(), socket.gethostname())
+    store.create_training_job(NewTrainingJob("ended", None, "dnn", spec, {}, 3, 1.0, ""))
+    store.finish_training_job("ended", JobOutcome(JobStatus.COMPLETED, 1.0, 2.0, 3.0, 6.0, {}))
     for args, expected in [
         (("running", "--worker", "3"), "--worker 3: job 'running' runs ranks 0 to 2"),
         (("running", "--worker", "-1"), "--worker -1: job 'running' runs ranks 0 to 2"),
         (("running", "--worker", "1", "--seconds", "0"), "--seconds 0: a notice gives more"),
         (("running", "--worker", "1", "--seconds", "-5"), "--seconds -5: a notice gives more"),
         (("pending", "--worker", "0"), "job 'pending' is Pending: only a running job's"),
+        (("ended", "--worker", "0"), "job 'ended' is Completed: only a running job's"),
         (("waiting", "--worker", "0"), "job 'waiting' has no workers placed yet"),
         (("no-such-job", "--worker", "0"), "no training job with id 'no-such-job'"),
     ]:
