@@ -167,6 +167,10 @@ class _Worker:
         ray: Any = importlib.import_module("ray")
         return str(ray.get_runtime_context().get_node_id())
 
+    def pid(self) -> int:
+        """This worker's process id, on its node."""
+        return os.getpid()
+
     def run(self, rank: int, payload: bytes) -> Finished | Failed:
         # The job's log folder is the controller's: output goes to a file of this node's,
         # whose new lines `drain` hands back.
@@ -303,6 +307,7 @@ class RayBackend:
         self._started_ray = False
         self.notice: str | None = None  # how the Ray instance it started was sized, if notable
         if not ray.is_initialized():
+            joins = address is not None or bool(os.environ.get("RAY_ADDRESS"))  # Ray's own
             if address is None and num_cpus is None:
                 num_cpus, self.notice = _local_cpus(cpus_needed)
             ray.init(
@@ -311,6 +316,11 @@ class RayBackend:
                 include_dashboard=False,
                 log_to_driver=False,
                 configure_logging=False,
+                # Ray nices its workers by 15 to keep its daemons responsive on a machine of
+                # its own. A Ray started here shares this machine: its workers are the job's,
+                # and at nice 15 any busy program beside them takes nearly all the CPU (the
+                # local backend's run at the controller's priority; so do these).
+                _system_config=None if joins else {"worker_niceness": 0},
             )
             self._started_ray = True
         self.warm_pool = warm_pool
@@ -688,6 +698,11 @@ class RayWorkerGroup:
     def nodes(self) -> list[str]:
         """The Ray node of each worker, rank order."""
         return list(self._ray.get([actor.node.remote() for actor in self._placed.actors]))
+
+    @property
+    def actor_pids(self) -> list[int]:
+        """Each worker's process id on its node, rank order (asked of the actors)."""
+        return list(self._ray.get([actor.pid.remote() for actor in self._placed.actors]))
 
     def poll(self, timeout: float) -> list[WorkerEvent]:
         """Reports as they come, then each ended task's outcome (Exited if its actor died)."""
