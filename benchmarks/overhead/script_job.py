@@ -1,10 +1,12 @@
 """A user's script as a scaletune job vs the same script launched by hand, side by side.
 
 By hand: N processes started together with RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT (what
-torchrun would set), timed until the last exits. scaletune: `train` on a Session's warm pool,
-timed as the job's wall time (launch, the script's run, metrics into the store, the model
-published). Runs alternate; the ratio is of the medians. Two scripts: one that only prints
-(the fixed cost of a job) and the plain DDP example (a real 2-worker training run).
+torchrun would set) and, for a job file with channels, each rank's rows of them in a folder as
+scaletune stages them (written once beforehand, not timed), timed until the last exits.
+scaletune: `train` on a Session's warm pool, timed as the job's wall time (launch, the
+script's run, metrics into the store, the model published). Runs alternate; the ratio is of
+the medians. Two scripts: one that only prints (the fixed cost of a job) and the plain DDP
+example (a real 2-worker training run).
 """
 
 from __future__ import annotations
@@ -17,10 +19,13 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 from benchmarks._report import spread, summary, write
 from scaletune.api import Session
 from scaletune.cluster import free_port
-from scaletune.spec import load_training_spec
+from scaletune.data import prepare_digits
+from scaletune.spec import TrainingJobSpec, load_training_spec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 # label -> (job file, script, workers)
@@ -30,7 +35,29 @@ CASES: dict[str, tuple[str, str, int]] = {
 }
 
 
-def _by_hand(script: Path, workers: int, arguments: list[str]) -> float:
+def _staged_channels(spec: TrainingJobSpec, workers: int, folder: Path) -> list[dict[str, str]]:
+    """Each rank's rows of the job's (built-in dataset) channels in folders of .npy files, and
+    the variables that name them, as scaletune gives a script its shard."""
+    environments: list[dict[str, str]] = [{} for _ in range(workers)]
+    for name, channel in spec.channels.items():
+        table = prepare_digits()[name] if channel.dataset == "digits" else None
+        if table is None:
+            raise ValueError(f"channel {name}: only the digits dataset is staged by hand here")
+        rows = len(table.labels)
+        for rank, environment in enumerate(environments):
+            shard = slice(rank * rows // workers, (rank + 1) * rows // workers)
+            where = folder / name / str(rank)
+            where.mkdir(parents=True)
+            np.save(where / "features.npy", table.features[shard])
+            np.save(where / "labels.npy", table.labels[shard])
+            environment[f"SCALETUNE_CHANNEL_{name.upper()}"] = str(where)
+            environment[f"SCALETUNE_CHANNEL_{name.upper()}_TOTAL_ROWS"] = str(rows)
+    return environments
+
+
+def _by_hand(
+    script: Path, workers: int, arguments: list[str], channels: list[dict[str, str]]
+) -> float:
     port = free_port()
     started = time.monotonic()
     processes = [
@@ -38,6 +65,7 @@ def _by_hand(script: Path, workers: int, arguments: list[str]) -> float:
             [sys.executable, script.name, *arguments],
             cwd=script.parent,
             env=os.environ
+            | channels[rank]
             | {
                 "RANK": str(rank),
                 "WORLD_SIZE": str(workers),
@@ -71,9 +99,11 @@ def main() -> None:
                 for name, value in spec.hyperparameters.items()
                 for part in (f"--{name}", str(value))
             ]
+            channels = _staged_channels(spec, workers, Path(scratch) / "channels" / job_file)
             hand, ours = [], []
             for _ in range(args.repeats):
-                hand.append(_by_hand(EXAMPLES / "scripts" / script_name, workers, arguments))
+                script = EXAMPLES / "scripts" / script_name
+                hand.append(_by_hand(script, workers, arguments, channels))
                 record = session.controller.run(session.controller.prepare(spec))
                 if record.status.value != "Completed":
                     raise RuntimeError(f"{label}: {record.failure_reason}")

@@ -4,7 +4,8 @@ was tuned with on one worker (lr 0.05, batch 32) keep their quality on N workers
 Epochs are one worker's: the loop ends once AdaScale's progress (the sum of its gains, in one
 worker's updates) reaches `epochs` x one worker's updates per epoch, and reports each time it
 crosses one. It runs alone (one process) or as a scaletune job (scaletune sets RANK,
-WORLD_SIZE, MASTER_ADDR and MASTER_PORT, as torchrun would).
+WORLD_SIZE, MASTER_ADDR and MASTER_PORT, as torchrun would, and stages each worker's rows of the
+`train` and `validation` channels; run alone, it takes scikit-learn's digits).
 """
 
 from __future__ import annotations
@@ -19,12 +20,37 @@ import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn.functional as functional
-from sklearn.datasets import load_digits
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 import scaletune
 from scaletune.torch import AdaScale, leave_group
+
+
+def channel(name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """This worker's rows of a channel (features, labels): its shard as scaletune staged it,
+    or, run alone, scikit-learn's digits (train: the first 1,400 images; validation: the rest)."""
+    folder = os.environ.get(f"SCALETUNE_CHANNEL_{name.upper()}")
+    if folder is not None:
+        features, labels = (np.load(Path(folder, f"{part}.npy")) for part in ("features", "labels"))
+    else:
+        from sklearn.datasets import load_digits  # a second's import: only when run alone
+
+        digits = load_digits()
+        rows = slice(None, 1400) if name == "train" else slice(1400, None)
+        features, labels = digits.data[rows] / 16.0, digits.target[rows]
+    return torch.tensor(features, dtype=torch.float32), torch.tensor(labels, dtype=torch.long)
+
+
+def evaluate(model: nn.Module, features: torch.Tensor, labels: torch.Tensor) -> float:
+    """Accuracy over every worker's validation rows (each rank scores its own, then the counts
+    are summed): call it on every rank at the same point."""
+    with torch.no_grad():
+        correct = (model(features).argmax(1) == labels).sum()
+    counts = torch.tensor([float(correct), float(len(labels))])
+    if dist.is_initialized():
+        dist.all_reduce(counts)
+    return float(counts[0] / counts[1])
 
 
 def main() -> None:
@@ -41,13 +67,11 @@ def main() -> None:
     torch.manual_seed(0)
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
 
-    digits = load_digits()
-    features = torch.tensor(digits.data / 16.0, dtype=torch.float32)
-    labels = torch.tensor(digits.target)
-    order = np.random.default_rng(0).permutation(len(labels))
-    train, valid = order[:1400], order[1400:]
-    shard = train[rank::world]
-    one_worker_updates_per_epoch = math.ceil(len(train) / args.batch_size)
+    features, labels = channel("train")  # this worker's rows
+    valid_features, valid_labels = channel("validation")
+    # The whole channel's rows: scaletune says how many; alone, this worker has them all.
+    total_rows = int(os.environ.get("SCALETUNE_CHANNEL_TRAIN_TOTAL_ROWS", len(labels)))
+    one_worker_updates_per_epoch = math.ceil(total_rows / args.batch_size)
 
     model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
     optimizer = AdaScale(torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9), model)
@@ -56,23 +80,21 @@ def main() -> None:
     reported, updates, passes = 0, 0, 0
     while optimizer.progress < target:
         passes += 1
-        shuffled = np.random.default_rng(passes).permutation(shard)
+        shuffled = torch.from_numpy(np.random.default_rng(passes).permutation(len(labels)))
         # Every rank takes the same number of steps: the smallest shard's.
-        steps = len(train) // world // args.batch_size
+        steps = total_rows // world // args.batch_size
         for step in range(steps):
-            rows = torch.from_numpy(shuffled[step * args.batch_size : (step + 1) * args.batch_size])
+            rows = shuffled[step * args.batch_size : (step + 1) * args.batch_size]
             loss = functional.cross_entropy(wrapped(features[rows]), labels[rows])
             optimizer.zero_grad()
             loss.backward()
             gain = optimizer.step()
             updates += 1
             epoch = min(int(optimizer.progress // one_worker_updates_per_epoch), args.epochs)
-            if epoch > reported:
+            if epoch > reported:  # at the same update on every rank: their gains agree
                 reported = epoch
+                accuracy = evaluate(model, valid_features, valid_labels)
                 if rank == 0:
-                    with torch.no_grad():
-                        predicted = model(features[valid]).argmax(1)
-                    accuracy = float((predicted == labels[valid]).float().mean())
                     print(f"epoch {epoch}: accuracy {accuracy:.4f}, gain {gain:.2f}", flush=True)
                     scaletune.report(
                         epoch,

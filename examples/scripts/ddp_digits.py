@@ -1,7 +1,9 @@
 """A plain PyTorch DDP training script: it runs alone (one process) or as a scaletune job.
 
 scaletune starts it once per worker with RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set,
-as torchrun would, and hyperparameters as --name value arguments. Metrics go through
+as torchrun would, and hyperparameters as --name value arguments. Each worker reads its own
+rows of the job's `train` and `validation` channels from the folders scaletune staged them in
+(SCALETUNE_CHANNEL_TRAIN, ...); run alone, it takes scikit-learn's digits. Metrics go through
 scaletune.report(), which does nothing when the script runs alone.
 
 Resuming: each epoch, rank 0 writes its state into $SCALETUNE_CHECKPOINT_DIR and every rank
@@ -25,12 +27,37 @@ import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn.functional as functional
-from sklearn.datasets import load_digits
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 import scaletune
 from scaletune.torch import agreed, leave_group
+
+
+def channel(name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """This worker's rows of a channel (features, labels): its shard as scaletune staged it,
+    or, run alone, scikit-learn's digits (train: the first 1,400 images; validation: the rest)."""
+    folder = os.environ.get(f"SCALETUNE_CHANNEL_{name.upper()}")
+    if folder is not None:
+        features, labels = (np.load(Path(folder, f"{part}.npy")) for part in ("features", "labels"))
+    else:
+        from sklearn.datasets import load_digits  # a second's import: only when run alone
+
+        digits = load_digits()
+        rows = slice(None, 1400) if name == "train" else slice(1400, None)
+        features, labels = digits.data[rows] / 16.0, digits.target[rows]
+    return torch.tensor(features, dtype=torch.float32), torch.tensor(labels, dtype=torch.long)
+
+
+def evaluate(model: nn.Module, features: torch.Tensor, labels: torch.Tensor) -> float:
+    """Accuracy over every worker's validation rows (each rank scores its own, then the counts
+    are summed): call it on every rank at the same point."""
+    with torch.no_grad():
+        correct = (model(features).argmax(1) == labels).sum()
+    counts = torch.tensor([float(correct), float(len(labels))])
+    if dist.is_initialized():
+        dist.all_reduce(counts)
+    return float(counts[0] / counts[1])
 
 
 def main() -> None:
@@ -49,12 +76,13 @@ def main() -> None:
     torch.manual_seed(0)
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
 
-    digits = load_digits()
-    features = torch.tensor(digits.data / 16.0, dtype=torch.float32)
-    labels = torch.tensor(digits.target)
-    order = np.random.default_rng(0).permutation(len(labels))
-    train, valid = order[:1400], order[1400:]
-    shard = train[rank::world]  # this worker's rows
+    features, labels = channel("train")  # this worker's rows
+    valid_features, valid_labels = channel("validation")
+    # Every rank takes the same number of steps an epoch, the fewest any rank has: an extra
+    # one on one rank alone would wait forever in DDP's all-reduce.
+    batches = torch.tensor([len(labels) // args.batch_size])
+    if world > 1:
+        dist.all_reduce(batches, op=dist.ReduceOp.MIN)
 
     model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
@@ -71,18 +99,17 @@ def main() -> None:
     wrapped = DistributedDataParallel(model) if world > 1 else model
     stop = scaletune.StopRequest()  # scaletune's SIGTERM, read at each epoch's end
     for epoch in range(first_epoch, args.epochs + 1):
-        shuffled = np.random.default_rng(epoch).permutation(shard)
-        for start in range(0, len(shuffled), args.batch_size):
-            rows = torch.from_numpy(shuffled[start : start + args.batch_size])
+        shuffled = torch.from_numpy(np.random.default_rng(epoch).permutation(len(labels)))
+        for batch in range(int(batches)):
+            rows = shuffled[batch * args.batch_size : (batch + 1) * args.batch_size]
             loss = functional.cross_entropy(wrapped(features[rows]), labels[rows])
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
+        accuracy = evaluate(model, valid_features, valid_labels)
         if rank == 0:
-            with torch.no_grad():
-                accuracy = (model(features[valid]).argmax(1) == labels[valid]).float().mean()
-            print(f"epoch {epoch}: validation accuracy {float(accuracy):.4f}", flush=True)
-            scaletune.report(epoch, **{"validation:accuracy": float(accuracy)})
+            print(f"epoch {epoch}: validation accuracy {accuracy:.4f}", flush=True)
+            scaletune.report(epoch, **{"validation:accuracy": accuracy})
         if state_file is not None and rank == 0:
             state = {"model": model.state_dict(), "optimizer": optimizer.state_dict()}
             torch.save({**state, "epoch": epoch}, state_file)
