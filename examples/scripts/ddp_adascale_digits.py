@@ -20,37 +20,12 @@ import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn.functional as functional
+from ddp_digits import channel, evaluate  # the example beside this one: its rows, its score
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 import scaletune
 from scaletune.torch import AdaScale, leave_group
-
-
-def channel(name: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """This worker's rows of a channel (features, labels): its shard as scaletune staged it,
-    or, run alone, scikit-learn's digits (train: the first 1,400 images; validation: the rest)."""
-    folder = os.environ.get(f"SCALETUNE_CHANNEL_{name.upper()}")
-    if folder is not None:
-        features, labels = (np.load(Path(folder, f"{part}.npy")) for part in ("features", "labels"))
-    else:
-        from sklearn.datasets import load_digits  # a second's import: only when run alone
-
-        digits = load_digits()
-        rows = slice(None, 1400) if name == "train" else slice(1400, None)
-        features, labels = digits.data[rows] / 16.0, digits.target[rows]
-    return torch.tensor(features, dtype=torch.float32), torch.tensor(labels, dtype=torch.long)
-
-
-def evaluate(model: nn.Module, features: torch.Tensor, labels: torch.Tensor) -> float:
-    """Accuracy over every worker's validation rows (each rank scores its own, then the counts
-    are summed): call it on every rank at the same point."""
-    with torch.no_grad():
-        correct = (model(features).argmax(1) == labels).sum()
-    counts = torch.tensor([float(correct), float(len(labels))])
-    if dist.is_initialized():
-        dist.all_reduce(counts)
-    return float(counts[0] / counts[1])
 
 
 def main() -> None:
