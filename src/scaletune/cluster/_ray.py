@@ -307,7 +307,8 @@ class RayBackend:
         self._started_ray = False
         self.notice: str | None = None  # how the Ray instance it started was sized, if notable
         if not ray.is_initialized():
-            joins = address is not None or bool(os.environ.get("RAY_ADDRESS"))  # Ray's own
+            # RAY_ADDRESS makes ray.init join that cluster, as an address does.
+            joins = address is not None or bool(os.environ.get("RAY_ADDRESS"))
             if address is None and num_cpus is None:
                 num_cpus, self.notice = _local_cpus(cpus_needed)
             ray.init(
