@@ -19,12 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 from benchmarks._report import spread, summary, write
 from scaletune.api import Session
 from scaletune.cluster import free_port
-from scaletune.data import prepare_digits
+from scaletune.data import TableFiles, prepare_digits, shard_bounds
 from scaletune.spec import TrainingJobSpec, load_training_spec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -36,22 +34,19 @@ CASES: dict[str, tuple[str, str, int]] = {
 
 
 def _staged_channels(spec: TrainingJobSpec, workers: int, folder: Path) -> list[dict[str, str]]:
-    """Each rank's rows of the job's (built-in dataset) channels in folders of .npy files, and
+    """Each rank's rows of the job's (built-in digits) channels in folders of .npy files, and
     the variables that name them, as scaletune gives a script its shard."""
+    if any(channel.dataset != "digits" for channel in spec.channels.values()):
+        raise ValueError("only channels of the digits dataset are staged by hand here")
+    splits = prepare_digits() if spec.channels else {}
     environments: list[dict[str, str]] = [{} for _ in range(workers)]
-    for name, channel in spec.channels.items():
-        table = prepare_digits()[name] if channel.dataset == "digits" else None
-        if table is None:
-            raise ValueError(f"channel {name}: only the digits dataset is staged by hand here")
-        rows = len(table.labels)
+    for name in spec.channels:
+        table, key = splits[name], f"SCALETUNE_CHANNEL_{name.upper()}"
         for rank, environment in enumerate(environments):
-            shard = slice(rank * rows // workers, (rank + 1) * rows // workers)
             where = folder / name / str(rank)
-            where.mkdir(parents=True)
-            np.save(where / "features.npy", table.features[shard])
-            np.save(where / "labels.npy", table.labels[shard])
-            environment[f"SCALETUNE_CHANNEL_{name.upper()}"] = str(where)
-            environment[f"SCALETUNE_CHANNEL_{name.upper()}_TOTAL_ROWS"] = str(rows)
+            TableFiles.write(table.rows(*shard_bounds(len(table.labels), workers, rank)), where)
+            environment[key] = str(where)
+            environment[f"{key}_TOTAL_ROWS"] = str(len(table.labels))
     return environments
 
 
