@@ -3,7 +3,10 @@ any quality?
 
 1. For 1-4 workers, final validation and test AUC on bank marketing: SageMaker's LightGBM
    defaults (no sampling: one run each), and with rows and columns sampled (bagging 0.8 every
-   round, feature_fraction 0.8), seeds 0-2.
+   round, feature_fraction 0.8), seeds 0-2; and the defaults with min_data_in_leaf 1, where a
+   leaf's row count (exact on one worker, estimated from the hessians on several) all but
+   stops mattering. For each, the first tree whose splits or leaf values part from one
+   worker's (row counts aside), on the first seed.
 2. 3 workers, a checkpoint every 20 rounds, rank 1 killed (SIGKILL) at round 37: the retried
    job against the same job uninterrupted.
 """
@@ -28,6 +31,8 @@ from scaletune.store import TrainingJobRecord
 from scaletune.worker import WorkerProgram
 
 SAMPLED = {**DEFAULTS, "bagging_fraction": 0.8, "bagging_freq": 1, "feature_fraction": 0.8}
+COUNTS_ASIDE = {**DEFAULTS, "min_data_in_leaf": 1}
+COUNT_LINES = ("leaf_count=", "internal_count=")
 
 
 def _job(
@@ -66,8 +71,24 @@ def _aucs(record: TrainingJobRecord) -> tuple[float, float]:
     return metrics["validation:auc"], metrics["test:auc"]
 
 
-def _padded(row: list[str], width: int) -> list[str]:
-    return row + [""] * (width - len(row))
+def _trees(record: TrainingJobRecord) -> list[list[str]]:
+    """The model's trees, each as its lines less the row counts."""
+    text = Path(record.artifact or "", "lightgbm-model.txt").read_text()
+    trees = text.split("end of trees")[0].split("Tree=")[1:]
+    return [
+        [line for line in tree.splitlines() if not line.startswith(COUNT_LINES)] for tree in trees
+    ]
+
+
+def _first_parting(one: TrainingJobRecord, others: list[TrainingJobRecord]) -> int | None:
+    """The first tree (from 0) in which any of `others` parts from `one`; None: none does."""
+    mine = _trees(one)
+    parting = [
+        next((i for i, (a, b) in enumerate(zip(mine, theirs, strict=True)) if a != b), None)
+        for theirs in map(_trees, others)
+    ]
+    found = [i for i in parting if i is not None]
+    return min(found) if found else None
 
 
 def main() -> None:
@@ -75,29 +96,46 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 3, 4])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     args = parser.parse_args()
-    rows = [["settings", *[f"{n} worker(s)" for n in args.workers], "largest gap to 1 worker"]]
+    rows = [
+        [
+            "settings",
+            *[f"{n} worker(s)" for n in args.workers],
+            "largest gap to 1 worker",
+            "first tree parting from 1 worker's",
+        ]
+    ]
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as scratch, Session(Path(scratch) / "store.db") as session:
         for label, hyperparameters, seeds in (
             ("defaults (no sampling)", DEFAULTS, [0]),
             ("bagging 0.8, feature_fraction 0.8", SAMPLED, args.seeds),
+            ("min_data_in_leaf 1 (row counts aside)", COUNTS_ASIDE, [0]),
         ):
-            cells = {
-                workers: [_aucs(_job(session, workers, hyperparameters, seed)) for seed in seeds]
+            jobs = {
+                workers: [_job(session, workers, hyperparameters, seed) for seed in seeds]
                 for workers in args.workers
             }
+            cells = {n: [_aucs(record) for record in records] for n, records in jobs.items()}
+            parting = _first_parting(
+                jobs[args.workers[0]][0], [records[0] for records in list(jobs.values())[1:]]
+            )
             means = {
                 n: tuple(statistics.mean(values) for values in zip(*runs, strict=True))
                 for n, runs in cells.items()
             }
             one = means[args.workers[0]]
             gap = max(max(abs(v - one[0]), abs(t - one[1])) for v, t in means.values())
-            results[label] = {"seeds": seeds, "aucs": {str(n): runs for n, runs in cells.items()}}
+            results[label] = {
+                "seeds": seeds,
+                "aucs": {str(n): runs for n, runs in cells.items()},
+                "first_parting_tree": parting,
+            }
             rows.append(
                 [
                     f"{label}, seeds {seeds}",
                     *[f"{v:.4f} / {t:.4f}" for v, t in means.values()],
                     f"{gap:.4f}",
+                    "none" if parting is None else f"tree {parting}",
                 ]
             )
         every = {"every_steps": 20, "every_seconds": None}
@@ -151,11 +189,14 @@ def main() -> None:
 Cells are final validation AUC / test AUC (means over the seeds); the gap is the largest
 difference of either from 1 worker's. Every worker bins the features on the whole training
 channel (as one machine does), so the bins do not depend on the shards; 2, 3 and 4 workers
-then grow the same trees. One worker trains with LightGBM's serial learner, which counts the
-rows in a leaf exactly where the data-parallel learner estimates them from the hessians:
-close, not the same. The killed job's retry starts from the checkpoint at round 20 in object
-storage or the staging folder; with no sampling it grows the very trees of the uninterrupted
-job.
+then grow the same trees. One worker trains with LightGBM's serial learner, which counts a
+leaf's rows exactly; the data-parallel learner carries each leaf's count as an estimate from
+its hessians and checks min_data_in_leaf against it. The trees keep the same splits and leaf
+values (their row counts aside) until a split near min_data_in_leaf passes one check and not
+the other: the last column. With min_data_in_leaf 1 the count all but stops mattering.
+With bagging each rank samples its own shard: other rows from the first tree.
+The killed job's retry starts from the checkpoint at round 20 in object storage or the
+staging folder; with no sampling it grows the very trees of the uninterrupted job.
 """,
     )
 

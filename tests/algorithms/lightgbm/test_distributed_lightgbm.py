@@ -147,6 +147,10 @@ def test_a_retry_from_the_last_rounds_checkpoint_grows_nothing_and_completes(
             "hyperparameters.objective='multiclass' needs hyperparameters.num_class",
         ),
         ({"hyperparameters": {"metric": ["gini"]}}, "metric: ['gini'] not among"),
+        (
+            {"hyperparameters": {"min_data_in_leaf": 0}},
+            "hyperparameters.min_data_in_leaf: Input should be greater than or equal to 1 (got 0)",
+        ),
     ],
 )
 def test_bad_input_is_one_line_naming_it(fields: dict[str, Any], message: str) -> None:

@@ -64,7 +64,9 @@ class LightGBMHyperparameters(BaseModel):
     learning_rate: float = Field(default=0.1, gt=0, le=1)
     num_leaves: int = Field(default=31, ge=2, le=131_072)
     max_depth: int = Field(default=-1, ge=-1, le=64, description="-1: no limit")
-    min_data_in_leaf: int = Field(default=20, ge=0)
+    # At least 1: LightGBM's data-parallel learner estimates a leaf's rows from its hessians
+    # and, at 0, fails a split whose side it counts as empty (its serial learner does not).
+    min_data_in_leaf: int = Field(default=20, ge=1)
     min_sum_hessian_in_leaf: float = Field(default=1e-3, ge=0)
     min_gain_to_split: float = Field(default=0.0, ge=0)
     lambda_l1: float = Field(default=0.0, ge=0)
