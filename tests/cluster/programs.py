@@ -8,7 +8,7 @@ import sys
 import threading
 from collections.abc import Callable
 
-from scaletune.worker import WorkerContext
+from scaletune.worker import WorkerContext, inherited_environment
 
 
 def report_three_steps(ctx: WorkerContext) -> None:
@@ -300,6 +300,19 @@ IMPORTED_IN = os.getpid()  # the process that imported this module
 def report_where_programs_were_imported(ctx: WorkerContext) -> None:
     """Whether this module was imported by the process this one was forked from."""
     ctx.report(1, imported_by_parent=float(os.getppid() == IMPORTED_IN))
+
+
+def report_environment(ctx: WorkerContext) -> None:
+    """ST_GIVEN (-1: unset) and whether ST_REMOVED is set, as the program and a script it
+    starts see them."""
+    inherited = inherited_environment()
+    ctx.report(
+        1,
+        given=float(os.environ.get("ST_GIVEN", "-1")),
+        removed=float("ST_REMOVED" in os.environ),
+        given_to_scripts=float(inherited.get("ST_GIVEN", "-1")),
+        removed_for_scripts=float("ST_REMOVED" in inherited),
+    )
 
 
 def report_parent_and_imports(ctx: WorkerContext) -> None:

@@ -32,7 +32,8 @@ BACKENDS = ["local", "ray"]
 @pytest.fixture(scope="module", params=BACKENDS)
 def backend(request: pytest.FixtureRequest, s3_endpoint: str) -> Backend:
     """Module-wide, so that it starts before any test's leak check starts watching; after
-    the local S3, so that its workers inherit the S3 address."""
+    the local S3, so that Ray's workers inherit its address (a local worker adopts the
+    controller's environment with each task, whenever its pool started)."""
     return cast(
         Backend,
         request.getfixturevalue("ray_backend" if request.param == "ray" else "warm_backend"),

@@ -225,6 +225,32 @@ def test_sigterm_to_a_busy_worker_is_a_notice_and_it_leaves_once_its_task_ends(
     assert warm_backend.idle_pids == [staying]  # its machine is going: never handed a task
 
 
+def test_a_worker_started_earlier_runs_each_task_in_the_environment_of_its_launch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The fork server and its first worker start with ST_REMOVED and without ST_GIVEN; the
+    # user changes both before the job (as object storage's credentials are set, say).
+    monkeypatch.setenv("ST_REMOVED", "1")
+    monkeypatch.delenv("ST_GIVEN", raising=False)
+    with LocalBackend(preload=()) as backend:
+        backend.prestart(1)
+        (idle,) = backend.idle_pids
+        for given in ("7", "8"):  # the same warm worker, a job after another
+            monkeypatch.setenv("ST_GIVEN", given)
+            monkeypatch.delenv("ST_REMOVED", raising=False)
+            group = backend.launch(_tasks(programs.report_environment, 1, tmp_path))
+            assert group.pids == [idle]
+            (report,) = [e for e in _collect(group, Finished, 1) if isinstance(e, Report)]
+            assert report.metrics == {
+                "given": float(given),
+                "removed": 0.0,
+                "given_to_scripts": float(given),
+                "removed_for_scripts": 0.0,
+            }
+            group.release()
+            monkeypatch.setenv("ST_REMOVED", "1")
+
+
 def test_sigterm_to_an_idle_worker_ends_it(tmp_path: Path) -> None:
     with LocalBackend(preload=()) as backend:
         backend.prestart(1)
@@ -233,9 +259,10 @@ def test_sigterm_to_an_idle_worker_ends_it(tmp_path: Path) -> None:
         os.kill(idle, signal.SIGTERM)
         wait_until(lambda: not pid_alive(idle), timeout=10)
         group = backend.launch(_tasks(programs.report_three_steps, 1, tmp_path))
-        # A process started for it, not the one that died. Its pid alone could be the same
-        # (a clean-clone CI run reused it: pids wrap around on a machine starting thousands
-        # of processes), so the process is told by its pid and its start time.
+        # A process started for it, not the one that died (told by its pid and start time).
+        # The fork server may not have told of the death yet: the backend sees it on the
+        # worker's connection, closed as the process ended (it once handed the task to the
+        # dead worker here, 1 run in many, taken then for a pid used again).
         (worker,) = group.pids
         assert (worker, psutil.Process(worker).create_time()) != (idle, born)
         _collect(group, Finished, 1)

@@ -1,5 +1,6 @@
 """A user's script inherits the environment its worker started with, not what scaletune's own
-imports set in the worker afterwards (XGBoost's KMP_* variables)."""
+imports set in the worker afterwards (XGBoost's KMP_* variables); a warm worker adopts the
+controller's environment for each task."""
 
 from __future__ import annotations
 
@@ -37,3 +38,22 @@ def test_a_fresh_worker_process_remembers_before_its_preloaded_imports() -> None
         [sys.executable, "-c", code], env=environment, capture_output=True, text=True, check=True
     )
     assert done.stdout.split() == ["True", "False"]  # set by the import, not passed on
+
+
+def test_an_adopted_environment_replaces_the_remembered_one_and_keeps_what_imports_set() -> None:
+    code = (
+        "import os\n"
+        "from scaletune.worker import adopt_environment, inherited_environment\n"
+        "from scaletune.worker import remember_environment\n"
+        "remember_environment()\n"
+        "os.environ['ST_SET_BY_AN_IMPORT'] = '1'\n"
+        "adopt_environment({'ST_GIVEN': '2', 'PATH': os.environ['PATH']})\n"
+        "print(sorted(k for k in os.environ if k.startswith('ST_')),"
+        " sorted(k for k in inherited_environment() if k.startswith('ST_')))\n"
+    )
+    environment = {**os.environ, "ST_REMOVED": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=environment, capture_output=True, text=True, check=True
+    )
+    # The controller's variables in both; the import's in the process's own alone.
+    assert done.stdout.strip() == "['ST_GIVEN', 'ST_SET_BY_AN_IMPORT'] ['ST_GIVEN']"

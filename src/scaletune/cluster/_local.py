@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import pickle
 import socket
 import subprocess
@@ -51,6 +52,14 @@ class _Worker:
 
     def alive(self) -> bool:
         return self.process.poll() is None and not self.conn.closed
+
+    def reusable(self) -> bool:
+        """Alive and idle: an idle worker says nothing, so something to read on its connection
+        is its end closed (it died; the fork server may not have told of its exit yet)."""
+        try:
+            return self.alive() and not self.conn.poll()
+        except (OSError, ValueError):
+            return False
 
 
 class LocalBackend:
@@ -114,7 +123,9 @@ class LocalBackend:
         """`cluster` asks for Ray's placement, which does not apply here; `abandon` ends a
         wait for free slots."""
         check_importable(tasks)
-        payloads = [(task.rank, pickle.dumps(task)) for task in tasks]  # fail before spawning
+        # Each with the environment as it is now: a warm or forked worker started earlier.
+        environment = dict(os.environ)
+        payloads = [(task.rank, pickle.dumps(task), environment) for task in tasks]  # fail early
         classes = Counter(task.capacity for task in tasks)
         self._reserve(classes, abandon)
         # The programs' modules too: the fork server imports them once for every later worker.
@@ -200,8 +211,10 @@ class LocalBackend:
         with self._lock:
             if self._closed:
                 raise WorkerStartError("this backend is closed")
-            self._idle[:] = [worker for worker in self._idle if worker.alive()]
+            gone = [worker for worker in self._idle if not worker.reusable()]
+            self._idle[:] = [worker for worker in self._idle if worker not in gone]
             taken, self._idle[:] = self._idle[:count], self._idle[count:]
+        _stop_workers(gone, polite=False)
         return taken + self._spawn(count - len(taken), preload)
 
     def _spawn(self, count: int, preload: tuple[str, ...]) -> list[_Worker]:

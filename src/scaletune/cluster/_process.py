@@ -31,6 +31,7 @@ from scaletune.worker import (
     WorkerContext,
     WorkerEvent,
     WorkerTask,
+    adopt_environment,
     remember_environment,
 )
 
@@ -65,7 +66,8 @@ def serve(conn: Connection, parent_pid: int) -> None:
             return
         if message is None:
             return
-        rank, payload = message
+        rank, payload, environment = message
+        adopt_environment(environment)
         with departure.task(rank):
             with _heartbeat(send, rank):
                 result = run_payload(rank, payload, send)

@@ -1,7 +1,11 @@
 """What runs inside each worker process. Imports nothing of training, store or cli."""
 
 from scaletune.worker._checkpointing import WorkerCheckpoints
-from scaletune.worker._environment import inherited_environment, remember_environment
+from scaletune.worker._environment import (
+    adopt_environment,
+    inherited_environment,
+    remember_environment,
+)
 from scaletune.worker._messages import (
     CheckpointSaved,
     Exited,
@@ -52,6 +56,7 @@ __all__ = [
     "WorkerEvent",
     "WorkerProgram",
     "WorkerTask",
+    "adopt_environment",
     "inherited_environment",
     "remember_environment",
     "write_whole",
