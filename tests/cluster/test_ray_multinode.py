@@ -117,7 +117,7 @@ def two_nodes(s3_endpoint: str) -> Iterator[str]:
         _ray("start", f"--address={address}", "--num-cpus=2", '--resources={"second_node": 1}')
         yield address
     finally:
-        _stop_cluster(folder)  # `ray stop` would end every Ray on this machine
+        _stop_cluster(folder, port)  # `ray stop` would end every Ray on this machine
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -153,13 +153,19 @@ def _controller(
     return result
 
 
-def _stop_cluster(folder: str) -> None:
+def _stop_cluster(folder: str, port: int) -> None:
     """End this cluster's daemons and everything they started (workers and agents rename
-    themselves, so they are found as children), and only them."""
+    themselves, so they are found as children), and only them. Each daemon names the
+    cluster's temp folder on its command line, but for the Ray client's server, which names
+    the head's address (it outlived the tests before)."""
+    head = f":{port}"
     ours: dict[int, psutil.Process] = {}
     for process in psutil.process_iter(["cmdline"]):
         with contextlib.suppress(psutil.Error):
-            if any(folder in part for part in process.info["cmdline"] or ()):
+            if any(
+                folder in part or (part.startswith("--address=") and part.endswith(head))
+                for part in process.info["cmdline"] or ()
+            ):
                 for member in (process, *process.children(recursive=True)):
                     ours[member.pid] = member
     for process in ours.values():
