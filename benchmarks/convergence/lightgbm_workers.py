@@ -71,10 +71,14 @@ def _aucs(record: TrainingJobRecord) -> tuple[float, float]:
     return metrics["validation:auc"], metrics["test:auc"]
 
 
+def _tree_text(record: TrainingJobRecord) -> str:
+    """The model file's trees, as text (what follows them names parameters and versions)."""
+    return Path(record.artifact or "", "lightgbm-model.txt").read_text().split("end of trees")[0]
+
+
 def _trees(record: TrainingJobRecord) -> list[list[str]]:
     """The model's trees, each as its lines less the row counts."""
-    text = Path(record.artifact or "", "lightgbm-model.txt").read_text()
-    trees = text.split("end of trees")[0].split("Tree=")[1:]
+    trees = _tree_text(record).split("Tree=")[1:]
     return [
         [line for line in tree.splitlines() if not line.startswith(COUNT_LINES)] for tree in trees
     ]
@@ -148,10 +152,7 @@ def main() -> None:
             checkpoint=every,
         )
         attempts = session.store.attempts.of(killed.id)
-        trees = [
-            Path(r.artifact or "", "lightgbm-model.txt").read_text().split("end of trees")[0]
-            for r in (plain, killed)
-        ]
+        trees = [_tree_text(r) for r in (plain, killed)]
         results["killed"] = {
             "uninterrupted": _aucs(plain),
             "retried": _aucs(killed),
