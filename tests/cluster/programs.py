@@ -321,6 +321,11 @@ def report_parent_and_imports(ctx: WorkerContext) -> None:
     ctx.report(1, parent=float(os.getppid()), preloaded=float("colorsys" in sys.modules))
 
 
+def report_heavy_imports(ctx: WorkerContext) -> None:
+    """Which algorithms' libraries this worker's process has imported."""
+    ctx.report(1, **{name: float(name in sys.modules) for name in ("xgboost", "pandas", "torch")})
+
+
 def lightgbm_rank1_killed_at_round_7(ctx: WorkerContext) -> None:
     """Built-in LightGBM whose rank 1 is killed (SIGKILL) at round 7 of its first attempt."""
     from scaletune.algorithms.lightgbm._program import train_lightgbm

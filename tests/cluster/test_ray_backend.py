@@ -60,6 +60,21 @@ def test_a_finished_group_is_reused_by_the_next_job_of_its_shape(ray_session: Se
     assert pids[1] == pids[0] and len(set(pids[0])) == 3
 
 
+def test_an_actor_imports_its_jobs_program_not_every_algorithms_library(
+    ray_session: Session, ray_backend: RayBackend
+) -> None:
+    # Each actor is a process of its own: xgboost, pandas and torch would cost it seconds of
+    # CPU (and memory) in a job that runs none of them.
+    ray_backend.release_idle()  # new actors, not a group an XGBoost job left warm
+    job = dataclasses.replace(
+        ray_session.controller.prepare(_spec()),
+        algorithm=_ProgramOverride(programs.report_heavy_imports, tracker=False),
+    )
+    record = ray_session.controller.run(job)
+    assert record.status is JobStatus.COMPLETED, record.failure_reason
+    assert record.final_metrics == {"xgboost": 0.0, "pandas": 0.0, "torch": 0.0}
+
+
 def test_the_workers_of_a_ray_started_here_run_at_the_controllers_priority(
     ray_session: Session,
 ) -> None:

@@ -9,8 +9,9 @@ from scaletune.spec import BackendName, ClusterSpec
 from scaletune.worker import WorkerEvent, WorkerTask
 
 Abandon = Callable[[], str | None]  # why to stop waiting for workers, or None to go on
-# What a worker imports before its first task, whichever backend started it: a warm worker
-# starts its task without paying for these.
+# What the local backend's fork server imports before its first worker: every worker forked
+# from it starts its task without paying for these. (A Ray actor is a process of its own: it
+# imports only its job's program modules, RayBackend's `preload`.)
 DEFAULT_PRELOAD = ("numpy", "pandas", "xgboost", "scaletune.algorithms")
 
 

@@ -18,7 +18,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
 from scaletune.cluster._backend import DEFAULT_PRELOAD, Abandon
-from scaletune.cluster._programs import check_importable
+from scaletune.cluster._programs import check_importable, with_program_modules
 from scaletune.cluster._rendezvous import LOOPBACK
 from scaletune.cluster._slots import SLOTS_VARIABLE, FixedSlots, SlotCount, Slots, slots_from
 from scaletune.cluster._starters import WorkerProcess, WorkerStarter, default_starter
@@ -129,8 +129,7 @@ class LocalBackend:
         classes = Counter(task.capacity for task in tasks)
         self._reserve(classes, abandon)
         # The programs' modules too: the fork server imports them once for every later worker.
-        programs = {getattr(task.program, "__module__", None) for task in tasks}
-        preload = self._preload + tuple(sorted(m for m in programs if m and m not in self._preload))
+        preload = with_program_modules(self._preload, tasks)
         try:
             workers = self._acquire(len(tasks), preload)
         except BaseException:

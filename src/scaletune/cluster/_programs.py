@@ -1,4 +1,5 @@
-"""Checks every backend makes before it places a task."""
+"""What every backend reads of the tasks before it places them: checks, and the modules their
+programs need."""
 
 from __future__ import annotations
 
@@ -16,3 +17,10 @@ def check_importable(tasks: Sequence[WorkerTask]) -> None:
                 f"worker program {task.program.__qualname__!r} is defined in __main__; "
                 "workers import programs by module name, so define it in a module"
             )
+
+
+def with_program_modules(preload: tuple[str, ...], tasks: Sequence[WorkerTask]) -> tuple[str, ...]:
+    """`preload` and then the modules of the tasks' programs (an algorithm's program module
+    imports its library: xgboost, torch): what a worker imports before its first task."""
+    programs = {getattr(task.program, "__module__", None) for task in tasks}
+    return preload + tuple(sorted(m for m in programs if m and m not in preload))

@@ -28,9 +28,9 @@ from typing import Any
 
 import psutil
 
-from scaletune.cluster._backend import DEFAULT_PRELOAD, Abandon
+from scaletune.cluster._backend import Abandon
 from scaletune.cluster._process import run_payload
-from scaletune.cluster._programs import check_importable
+from scaletune.cluster._programs import check_importable, with_program_modules
 from scaletune.cluster._ray_capacity import (
     SPOT_MARK,
     SPOT_RESOURCE,
@@ -283,7 +283,9 @@ class RayBackend:
 
     `address` None starts a local Ray instance for this backend and stops it on close; an
     address ("auto", "ray://host:10001", "host:6379") joins that cluster. Groups that finished
-    cleanly wait for the next job of the same size (the warm pool).
+    cleanly wait for the next job of the same size (the warm pool). Each actor is a process of
+    its own: it imports `preload` and its job's programs' modules, not every algorithm's
+    library (the local backend's fork server imports those once for all its workers).
     """
 
     def __init__(
@@ -292,7 +294,7 @@ class RayBackend:
         address: str | None = None,
         warm_pool: bool = True,
         max_idle_workers: int = 8,
-        preload: tuple[str, ...] = DEFAULT_PRELOAD,
+        preload: tuple[str, ...] = (),
         start_timeout_seconds: float = 120.0,
         num_cpus: int | None = None,
         cpus_needed: float = 0.0,
@@ -355,7 +357,9 @@ class RayBackend:
         gives a reason to stop."""
         check_importable(tasks)
         resources = WorkerResources.of_tasks(cluster or ClusterSpec(), tasks)
-        placed = self._acquire(len(tasks), resources, abandon)
+        placed = self._acquire(
+            len(tasks), resources, with_program_modules(self._preload, tasks), abandon
+        )
         if not self._one_machine:
             tasks = [dataclasses.replace(task, concurrent_workers=None) for task in tasks]
         try:
@@ -454,8 +458,14 @@ class RayBackend:
         self.close()
 
     def _acquire(
-        self, count: int, resources: WorkerResources, abandon: Abandon | None = None
+        self,
+        count: int,
+        resources: WorkerResources,
+        preload: tuple[str, ...],
+        abandon: Abandon | None = None,
     ) -> _Placed:
+        """An idle group of this shape (its task imports what its program needs as it
+        unpickles it), else a new one whose actors import `preload` first."""
         with self._lock:
             if self._closed:
                 raise WorkerStartError("this backend is closed")
@@ -463,7 +473,7 @@ class RayBackend:
                 if len(placed.actors) == count and placed.resources == resources:
                     return self._idle.pop(index)
         self._make_room(count, resources)
-        return self._place(count, resources, abandon)
+        return self._place(count, resources, preload, abandon)
 
     def _make_room(self, count: int, resources: WorkerResources) -> None:
         """Idle groups hold their reservations: end the oldest until a new group would fit."""
@@ -559,7 +569,11 @@ class RayBackend:
             )
 
     def _place(
-        self, count: int, resources: WorkerResources, abandon: Abandon | None = None
+        self,
+        count: int,
+        resources: WorkerResources,
+        preload: tuple[str, ...],
+        abandon: Abandon | None = None,
     ) -> _Placed:
         from ray.util.placement_group import placement_group, remove_placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
@@ -597,7 +611,7 @@ class RayBackend:
                         scheduling_strategy=PlacementGroupSchedulingStrategy(
                             placement_group=placed.group, placement_group_bundle_index=index
                         ),
-                    ).remote(list(sys.path), self._preload)
+                    ).remote(list(sys.path), preload)
                 )
             # Wait until every actor has done its imports (a failed start raises here).
             started = [actor.drain.remote() for actor in placed.actors]
