@@ -342,8 +342,8 @@ def test_report_is_a_no_op_outside_scaletune(
     ("example", "overrides"),
     [
         ("tuning-script-print.toml", ["max_jobs=6"]),
-        ("tuning-script-ddp.toml", ["max_jobs=5"]),
-        ("tuning-script-xgboost.toml", ["max_jobs=4"]),
+        ("tuning-script-ddp.toml", ["max_jobs=3"]),
+        ("tuning-script-xgboost.toml", ["max_jobs=3", "training.instance_count=2"]),
     ],
 )
 def test_each_example_tunes_with_hyperband(

@@ -32,7 +32,11 @@ def _curve(session: Session, record: TrainingJobRecord, name: str) -> list[tuple
     ("example", "overrides", "metric"),
     [
         ("script-ddp.toml", ["hyperparameters.epochs=5"], "validation:accuracy"),
-        ("script-xgboost.toml", ["hyperparameters.num_round=40"], "validation:auc"),
+        (
+            "script-xgboost.toml",
+            ["hyperparameters.num_round=40", "instance_count=2"],
+            "validation:auc",
+        ),
     ],
     ids=["pytorch-ddp", "xgboost"],
 )
