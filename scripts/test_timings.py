@@ -88,9 +88,16 @@ def render(
         "|---|---:|---:|",
     ]
     lines += [f"| {s.name} | {s.seconds:.1f} | {s.exit_code} |" for s in steps]
-    lines.append(f"| **all steps** | **{sum(s.seconds for s in steps):.1f}** | |")
+    summed = sum(s.seconds for s in steps)
+    lines.append(f"| **all steps, summed** | **{summed:.1f}** | |")
     if total is not None:
         lines.append(f"| `.ci/run` as a whole, wall | {total:.1f} | |")
+        if summed > total:
+            lines += [
+                "",
+                "Some steps overlap (Chromium installs beside the steps after it; the type-check "
+                "runs beside the serial tests): their sum exceeds the wall time.",
+            ]
 
     counts: dict[str, int] = defaultdict(int)
     for test in tests:
