@@ -101,7 +101,7 @@ def test_a_parameter_server_job_runs_a_chief_two_workers_and_a_server(
     assert record.billable_seconds == pytest.approx(4 * (record.wall_seconds or 0))
 
 
-@pytest.mark.serial  # a TensorFlow fault test: four TensorFlow processes, one killed
+@pytest.mark.serial  # a TensorFlow fault test: three TensorFlow processes, one killed
 def test_a_killed_parameter_server_fails_the_job_naming_it(
     session: Session, tmp_path: Path
 ) -> None:
@@ -110,11 +110,12 @@ def test_a_killed_parameter_server_fails_the_job_naming_it(
         "tf-parameter-server-mnist.toml",
         "hyperparameters.epochs=400",
         "retry.max_attempts=0",  # the first death fails the job: no attempt to wait through
+        "instance_count=1",  # a chief, a worker and the server: the fewest processes
     )
     killed: list[int] = []
 
     def kill_the_server_once_training(group: Group) -> None:
-        server = psutil.Process(group.pids[3])  # rank 3: ps 0
+        server = psutil.Process(group.pids[2])  # rank 2: ps 0
 
         def kill() -> None:
             jobs = session.store.list_training_jobs()
@@ -129,7 +130,7 @@ def test_a_killed_parameter_server_fails_the_job_naming_it(
     assert killed
     assert record.status is JobStatus.FAILED
     assert record.failure_reason == (
-        "ps 0 (rank 3) failed: ScriptError: tf_mnist.py was killed by SIGKILL"
+        "ps 0 (rank 2) failed: ScriptError: tf_mnist.py was killed by SIGKILL"
     )
     assert not psutil.pid_exists(killed[0]) or psutil.Process(killed[0]).status() == "zombie"
 
