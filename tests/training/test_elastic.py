@@ -185,8 +185,8 @@ def test_an_xgboost_job_shrunk_by_a_lost_worker_ends_with_the_fixed_size_auc(
     script = Script()
 
     def preempt() -> None:
-        capacity.write(1)
-        script.kill(1)()
+        capacity.write(2)
+        script.kill(2)()
 
     script.at(1, 6, preempt)
     record = _run(elastic, _xgboost(), script)
@@ -215,8 +215,8 @@ def test_a_lightgbm_job_shrunk_by_a_lost_worker_grows_the_same_trees(
     script = Script()
 
     def preempt() -> None:
-        capacity.write(1)
-        script.kill(1)()
+        capacity.write(2)
+        script.kill(2)()
 
     script.at(1, 6, preempt)
     record = _run(elastic, raw, script)
