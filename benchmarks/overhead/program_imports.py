@@ -20,7 +20,7 @@ from benchmarks._report import spread, summary, write
 from benchmarks.overhead._jobs import fit_seconds
 from scaletune.api import Estimator, Session
 from scaletune.cluster import LocalBackend
-from scaletune.cluster._backend import DEFAULT_PRELOAD
+from scaletune.cluster._local import DEFAULT_PRELOAD
 from scaletune.cluster._starters import ForkServer, WorkerProcess
 
 WORKERS = 3

@@ -9,10 +9,6 @@ from scaletune.spec import BackendName, ClusterSpec
 from scaletune.worker import WorkerEvent, WorkerTask
 
 Abandon = Callable[[], str | None]  # why to stop waiting for workers, or None to go on
-# What the local backend's fork server imports before its first worker: every worker forked
-# from it starts its task without paying for these. (A Ray actor is a process of its own: it
-# imports its job's program modules and RayBackend's `preload`, by default nothing more.)
-DEFAULT_PRELOAD = ("numpy", "pandas", "xgboost", "scaletune.algorithms")
 
 
 class Group(Protocol):

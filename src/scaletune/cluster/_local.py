@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
-from scaletune.cluster._backend import DEFAULT_PRELOAD, Abandon
+from scaletune.cluster._backend import Abandon
 from scaletune.cluster._programs import check_importable, with_program_modules
 from scaletune.cluster._rendezvous import LOOPBACK
 from scaletune.cluster._slots import SLOTS_VARIABLE, FixedSlots, SlotCount, Slots, slots_from
@@ -37,6 +37,10 @@ from scaletune.worker import (
     write_whole,
 )
 
+# What the fork server imports before its first worker: every worker forked from it starts its
+# task without paying for these. (A Ray actor is a process of its own: it imports its job's
+# program modules and RayBackend's `preload`, by default nothing more.)
+DEFAULT_PRELOAD = ("numpy", "pandas", "xgboost", "scaletune.algorithms")
 KILL_GRACE_SECONDS = 2.0
 ROOM_POLL_SECONDS = 0.2  # how often a job waiting for free slots looks again
 
@@ -210,9 +214,11 @@ class LocalBackend:
         with self._lock:
             if self._closed:
                 raise WorkerStartError("this backend is closed")
-            gone = [worker for worker in self._idle if not worker.reusable()]
-            self._idle[:] = [worker for worker in self._idle if worker not in gone]
-            taken, self._idle[:] = self._idle[:count], self._idle[count:]
+            usable: list[_Worker] = []
+            gone: list[_Worker] = []
+            for worker in self._idle:
+                (usable if worker.reusable() else gone).append(worker)
+            taken, self._idle[:] = usable[:count], usable[count:]
         _stop_workers(gone, polite=False)
         return taken + self._spawn(count - len(taken), preload)
 
