@@ -128,6 +128,8 @@ def warm_backend() -> Iterator[LocalBackend]:
     """One warm pool for a test process (a pytest-xdist worker runs many modules): its fork
     server's imports are paid once, not per module; its idle workers are not leaks."""
     with pooled(LocalBackend(max_idle_workers=4)) as backend:
+        backend.warm_up()  # now: before any test's snapshot of its processes
+        _allowed_pids.update(backend.server_pids)
         yield backend
 
 

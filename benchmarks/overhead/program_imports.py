@@ -20,17 +20,23 @@ from benchmarks._report import spread, summary, write
 from benchmarks.overhead._jobs import fit_seconds
 from scaletune.api import Estimator, Session
 from scaletune.cluster import LocalBackend
-from scaletune.cluster._local import DEFAULT_PRELOAD
 from scaletune.cluster._starters import ForkServer, WorkerProcess
 
 WORKERS = 3
 
 
+# The fork server's imports when a job's program was none of them.
+BACKEND_PRELOAD = ("numpy", "pandas", "xgboost", "scaletune.algorithms")
+
+
 class _BackendPreloadOnly(ForkServer):
     """The fork server as it was: a job's program is left for each worker to import."""
 
+    def prepare(self, preload: tuple[str, ...]) -> None:
+        super().prepare(BACKEND_PRELOAD)
+
     def open(self, preload: tuple[str, ...], timeout: float) -> tuple[WorkerProcess, Connection]:
-        return super().open(DEFAULT_PRELOAD, timeout)
+        return super().open(BACKEND_PRELOAD, timeout)
 
 
 def _job_seconds(session: Session) -> float:

@@ -6,8 +6,9 @@ import pytest
 
 from scaletune import ChannelSpec, Estimator, InvalidInputError, Session
 from scaletune.api import ChannelInput
+from scaletune.cluster import LocalBackend
 from scaletune.store import JobStatus
-from tests.conftest import wait_until
+from tests.conftest import pid_alive, wait_until
 
 DIGITS: dict[str, ChannelInput] = {
     "train": ChannelSpec(dataset="breast-cancer"),
@@ -72,6 +73,23 @@ def test_a_session_of_its_own(store_path: Path) -> None:
     assert job.describe().status is JobStatus.COMPLETED
     with Session() as session:  # the same default store
         assert [r.id for r in session.store.list_training_jobs()] == [job.id]
+
+
+def test_a_session_starts_a_fork_server_for_a_job_not_to_read_or_to_refuse(
+    store_path: Path,
+) -> None:
+    with Session() as session:
+        backend = session.backend
+        assert isinstance(backend, LocalBackend)
+        assert session.store.list_training_jobs() == []
+        with pytest.raises(InvalidInputError, match=r"hyperparameters\.eta"):
+            Estimator("xgboost", {"eta": "fast"}, session=session).fit(DIGITS)
+        assert backend.server_pids == []
+        # Once its spec passes, a job being prepared starts it, before its data loads.
+        session.controller.prepare(Estimator("xgboost", {"num_round": 2}).spec(DIGITS))
+        (server,) = backend.server_pids
+        assert pid_alive(server)
+    wait_until(lambda: not pid_alive(server), timeout=10)
 
 
 def test_an_estimator_may_be_elastic() -> None:

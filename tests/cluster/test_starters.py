@@ -49,6 +49,17 @@ def test_the_fork_server_imports_a_jobs_program_once_for_every_later_worker(
             assert reports == [{"imported_by_parent": 1.0}]  # rank 0 reports
 
 
+def test_the_fork_server_imports_the_jobs_library_and_no_other(tmp_path: Path) -> None:
+    # Every algorithm's (xgboost, pandas, torch) would cost seconds of CPU in each command's
+    # fork server; a job's program module imports its own.
+    with LocalBackend(warm_pool=False, starter=ForkServer()) as backend:
+        backend.warm_up([programs.report_heavy_imports])
+        group = backend.launch(_tasks(programs.report_heavy_imports, 1, tmp_path))
+        (report,) = [e for e in _collect(group, Finished, 1) if isinstance(e, Report)]
+        group.release()
+    assert report.metrics == {"xgboost": 0.0, "pandas": 0.0, "torch": 0.0}
+
+
 def test_a_killed_fork_server_is_started_again_and_its_workers_leave(tmp_path: Path) -> None:
     with LocalBackend(preload=(), starter=ForkServer()) as backend:
         group = backend.launch(_tasks(programs.block_until_killed, 2, tmp_path))
@@ -92,9 +103,13 @@ def test_the_fork_server_is_the_default_unless_turned_off(
     assert isinstance(default_starter(), kind)
 
 
-def test_the_fork_server_starts_with_its_backend_before_any_job(tmp_path: Path) -> None:
-    """Its imports overlap what the controller does before its first launch."""
+def test_the_fork_server_starts_when_warmed_up_not_with_its_backend(tmp_path: Path) -> None:
+    """A job being prepared warms its backend up: the imports overlap its data's loading. A
+    backend opened and left unused starts nothing."""
     with LocalBackend(preload=(), starter=ForkServer()) as backend:
+        assert backend.server_pids == []
+        backend.warm_up()
+        backend.warm_up()  # one server, however often
         (server,) = backend.server_pids
         assert pid_alive(server)
         reports = _reports(backend, tmp_path, 1)

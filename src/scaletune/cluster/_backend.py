@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from scaletune.spec import BackendName, ClusterSpec
-from scaletune.worker import WorkerEvent, WorkerTask
+from scaletune.worker import WorkerEvent, WorkerProgram, WorkerTask
 
 Abandon = Callable[[], str | None]  # why to stop waiting for workers, or None to go on
 
@@ -83,6 +83,13 @@ class Backend(Protocol):
         ...
 
     def ensure_capacity(self, workers: int) -> None: ...
+
+    def warm_up(self, programs: Sequence[WorkerProgram] = ()) -> None:
+        """Begin what makes the workers of jobs that run `programs` start sooner (the local
+        fork server: its start and their modules' imports), without waiting for it. A job
+        being prepared calls it before loading its data, so that the two overlap; opening a
+        backend starts nothing."""
+        ...
 
     def prestart(self, workers: int) -> None:
         """Get this many workers ready before the jobs that will use them, where it helps."""

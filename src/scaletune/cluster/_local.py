@@ -18,7 +18,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
 from scaletune.cluster._backend import Abandon
-from scaletune.cluster._programs import check_importable, with_program_modules
+from scaletune.cluster._programs import check_importable, with_modules_of, with_program_modules
 from scaletune.cluster._rendezvous import LOOPBACK
 from scaletune.cluster._slots import SLOTS_VARIABLE, FixedSlots, SlotCount, Slots, slots_from
 from scaletune.cluster._starters import WorkerProcess, WorkerStarter, default_starter
@@ -33,14 +33,17 @@ from scaletune.worker import (
     Notice,
     Ready,
     WorkerEvent,
+    WorkerProgram,
     WorkerTask,
     write_whole,
 )
 
-# What the fork server imports before its first worker: every worker forked from it starts its
-# task without paying for these. (A Ray actor is a process of its own: it imports its job's
-# program modules and RayBackend's `preload`, by default nothing more.)
-DEFAULT_PRELOAD = ("numpy", "pandas", "xgboost", "scaletune.algorithms")
+# What the fork server imports before its first worker, whatever the job: every worker forked
+# from it starts its task without paying for these. A job's program modules, which import its
+# library (xgboost, torch), come next: when the job is prepared (`warm_up`), or before its first
+# worker. (A Ray actor is a process of its own: it imports its job's program modules and
+# RayBackend's `preload`, by default nothing more.)
+DEFAULT_PRELOAD = ("numpy", "scaletune.algorithms")
 KILL_GRACE_SECONDS = 2.0
 ROOM_POLL_SECONDS = 0.2  # how often a job waiting for free slots looks again
 
@@ -97,7 +100,6 @@ class LocalBackend:
         self._lock = threading.Lock()
         self._closed = False
         self._finalizer = weakref.finalize(self, _stop_pool, self._idle, self._starter)
-        self._starter.prepare(preload)
 
     @property
     def idle_pids(self) -> list[int]:
@@ -190,6 +192,12 @@ class LocalBackend:
         """Keep at least this many idle workers warm (a tuning job's parallel trials)."""
         with self._lock:
             self.max_idle_workers = max(self.max_idle_workers, workers)
+
+    def warm_up(self, programs: Sequence[WorkerProgram] = ()) -> None:
+        """Start the fork server if it has not started, importing `preload` and the programs'
+        modules (a running one imports a program's before its first worker): a session that
+        only reads, or a command whose input is refused, starts none."""
+        self._starter.prepare(with_modules_of(self._preload, programs))
 
     def prestart(self, workers: int) -> None:
         """Start idle workers now, so that the next jobs find them warm."""

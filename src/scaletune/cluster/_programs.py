@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from scaletune.errors import InvalidInputError
-from scaletune.worker import WorkerTask
+from scaletune.worker import WorkerProgram, WorkerTask
 
 
 def check_importable(tasks: Sequence[WorkerTask]) -> None:
@@ -22,5 +22,10 @@ def check_importable(tasks: Sequence[WorkerTask]) -> None:
 def with_program_modules(preload: tuple[str, ...], tasks: Sequence[WorkerTask]) -> tuple[str, ...]:
     """`preload` and then the modules of the tasks' programs (an algorithm's program module
     imports its library: xgboost, torch): what a worker imports before its first task."""
-    programs = {getattr(task.program, "__module__", None) for task in tasks}
-    return preload + tuple(sorted(m for m in programs if m and m not in preload))
+    return with_modules_of(preload, [task.program for task in tasks])
+
+
+def with_modules_of(preload: tuple[str, ...], programs: Sequence[WorkerProgram]) -> tuple[str, ...]:
+    """`preload` and then the modules that define `programs`."""
+    modules = {getattr(program, "__module__", None) for program in programs}
+    return preload + tuple(sorted(m for m in modules if m and m not in preload))

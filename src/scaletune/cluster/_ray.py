@@ -56,6 +56,7 @@ from scaletune.worker import (
     LogOutput,
     Notice,
     WorkerEvent,
+    WorkerProgram,
     WorkerTask,
     remember_environment,
 )
@@ -427,6 +428,9 @@ class RayBackend:
         """Keep up to this many idle workers warm (a tuning job's parallel trials)."""
         with self._lock:
             self.max_idle_workers = max(self.max_idle_workers, workers)
+
+    def warm_up(self, programs: Sequence[WorkerProgram] = ()) -> None:
+        """Nothing to begin: an actor imports its job's program once placed."""
 
     def prestart(self, workers: int) -> None:
         """Ray's pool holds whole groups, of the size each job asks for: nothing to start

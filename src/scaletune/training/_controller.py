@@ -72,7 +72,9 @@ class TrainingController:
             gather_seconds=report_gather_seconds,  # at most 50 looks a second while streaming
         )
         self.tracking = tracking or Tracking(jobs_dir)  # MLflow, TensorBoard
-        self._preparer = JobPreparer(store, backend.name, jobs_dir, self.clock, self.tracking)
+        self._preparer = JobPreparer(
+            store, backend.name, jobs_dir, self.clock, self.tracking, warm_up=backend.warm_up
+        )
         self._sizing = Sizing(store, backend)
         self._attempts = AttemptLoop(store, backend, self.clock, self.timing, self._sizing)
 

@@ -140,6 +140,10 @@ class BatchPredictor:
         record, algorithm, workers = plan.record, plan.algorithm, plan.instance_count
         if workers > 1 and self.backend is None:
             raise InvalidInputError(f"instance_count={workers} needs a backend to run on")
+        if self.backend is not None and workers > 1:
+            # The algorithm's program imports its library, which each worker's scoring needs:
+            # the fork server imports it once, beside the model's copy and the staging.
+            self.backend.warm_up([predict_rows, algorithm.program])
         started = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="scaletune-predict-") as scratch:
             folder = Path(scratch)

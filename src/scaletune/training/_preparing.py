@@ -4,6 +4,7 @@ its record written (a new job, Pending) or reopened (a job resumed)."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -28,6 +29,7 @@ from scaletune.training._paths import JobPaths
 from scaletune.training._prepared import PreparedJob
 from scaletune.training._report_writer import replay
 from scaletune.training._staging import check_writable
+from scaletune.worker import WorkerProgram
 
 
 class JobPreparer:
@@ -38,9 +40,14 @@ class JobPreparer:
         jobs_dir: Path,
         clock: Clock,
         tracking: Tracking,
+        *,
+        warm_up: Callable[[Sequence[WorkerProgram]], None],
     ) -> None:
+        """`warm_up`: the backend's (`Backend.warm_up`), given the job's program once its spec
+        has passed its checks, before its data loads."""
         self._store, self._backend, self._jobs_dir = store, backend, jobs_dir
         self._clock, self._tracking = clock, tracking
+        self._warm_up = warm_up
         self._datasets = PreparedDatasets()  # built-in datasets, prepared once for all jobs
 
     def prepare(
@@ -136,6 +143,7 @@ class JobPreparer:
         algorithm.check_inputs(spec)
         hyperparameters = algorithm.parse_hyperparameters(spec.hyperparameters)
         algorithm.check_job(spec, hyperparameters)
+        self._warm_up([algorithm.program])
         data = algorithm.prepare_data(hyperparameters, load_channels(spec, self._datasets))
         check_writable(spec.cluster.staging, "cluster.staging")
         if spec.checkpoint.enabled:
