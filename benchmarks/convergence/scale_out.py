@@ -142,13 +142,6 @@ def main() -> None:
     _report(args, runs)
 
 
-def _sizes(goal_met: dict[str, bool], method: str, met: bool) -> str:
-    prefix = f"{method}: "
-    sizes = [key[len(prefix) :] for key, value in goal_met.items() if key.startswith(prefix)]
-    chosen = [size for size in sizes if goal_met[prefix + size] is met]
-    return ", ".join(chosen) or "none"
-
-
 def _latest(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The runs, each (model, N, method, seed) once: the last made (earlier files first)."""
     latest = {(r["model"], r["workers"], r["method"], r["seed"]): r for r in runs}
@@ -174,6 +167,7 @@ def _report(args: argparse.Namespace, runs: list[dict[str, Any]]) -> None:
     ]
     summaries: list[dict[str, Any]] = []
     goal_met: dict[str, bool] = {}  # "method: model N=n"
+    by_method: dict[str, dict[bool, list[str]]] = {}  # the sizes where it is met, and missed
     for model in args.models:
         base = {r["seed"]: r for r in runs if r["model"] == model and r["workers"] == 1}
         for workers in args.sizes:
@@ -207,11 +201,12 @@ def _report(args: argparse.Namespace, runs: list[dict[str, Any]]) -> None:
                         row["test_accuracy_gap_points"]["mean"],
                     )
                     goal_met[f"{method}: {model} N={workers}"] = worst >= -0.1
+                    verdict = by_method.setdefault(method, {True: [], False: []})
+                    verdict[worst >= -0.1].append(f"{model} N={workers}")
     verdicts = "; ".join(
-        f"{method}: met at {_sizes(goal_met, method, True)}, missed at "
-        f"{_sizes(goal_met, method, False)}"
-        for method in METHODS
-        if any(key.startswith(f"{method}: ") for key in goal_met)
+        f"{method}: met at {', '.join(sizes[True]) or 'none'}, missed at "
+        f"{', '.join(sizes[False]) or 'none'}"
+        for method, sizes in by_method.items()
     )
     notes = f"""
 Seeds {", ".join(map(str, args.seeds))} (a row's count of them: its column); one worker's

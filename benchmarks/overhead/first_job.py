@@ -21,6 +21,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from benchmarks._report import spread, summary, write
+from benchmarks.overhead._jobs import EVERY_LIBRARY
 from scaletune.api import Estimator, Session
 from scaletune.cluster import LocalBackend
 from scaletune.cluster._starters import ForkServer, WorkerProcess
@@ -28,8 +29,6 @@ from scaletune.spec import TrainingJobSpec, load_training_spec
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 WORKERS = 2
-# What the fork server imported when its backend opened, whatever the job.
-EVERY_LIBRARY = ("numpy", "pandas", "xgboost", "scaletune.algorithms")
 
 
 class _EveryLibraryAtOpen(ForkServer):

@@ -17,7 +17,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from benchmarks._report import spread, summary, write
-from benchmarks.overhead._jobs import fit_seconds
+from benchmarks.overhead._jobs import EVERY_LIBRARY, fit_seconds
 from scaletune.api import Estimator, Session
 from scaletune.cluster import LocalBackend
 from scaletune.cluster._starters import ForkServer, WorkerProcess
@@ -25,18 +25,14 @@ from scaletune.cluster._starters import ForkServer, WorkerProcess
 WORKERS = 3
 
 
-# The fork server's imports when a job's program was none of them.
-BACKEND_PRELOAD = ("numpy", "pandas", "xgboost", "scaletune.algorithms")
-
-
 class _BackendPreloadOnly(ForkServer):
     """The fork server as it was: a job's program is left for each worker to import."""
 
     def prepare(self, preload: tuple[str, ...]) -> None:
-        super().prepare(BACKEND_PRELOAD)
+        super().prepare(EVERY_LIBRARY)
 
     def open(self, preload: tuple[str, ...], timeout: float) -> tuple[WorkerProcess, Connection]:
-        return super().open(BACKEND_PRELOAD, timeout)
+        return super().open(EVERY_LIBRARY, timeout)
 
 
 def _job_seconds(session: Session) -> float:

@@ -18,7 +18,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
 from scaletune.cluster._backend import Abandon
-from scaletune.cluster._programs import check_importable, with_modules_of, with_program_modules
+from scaletune.cluster._programs import check_importable, with_program_modules
 from scaletune.cluster._rendezvous import LOOPBACK
 from scaletune.cluster._slots import SLOTS_VARIABLE, FixedSlots, SlotCount, Slots, slots_from
 from scaletune.cluster._starters import WorkerProcess, WorkerStarter, default_starter
@@ -135,7 +135,7 @@ class LocalBackend:
         classes = Counter(task.capacity for task in tasks)
         self._reserve(classes, abandon)
         # The programs' modules too: the fork server imports them once for every later worker.
-        preload = with_program_modules(self._preload, tasks)
+        preload = with_program_modules(self._preload, [task.program for task in tasks])
         try:
             workers = self._acquire(len(tasks), preload)
         except BaseException:
@@ -197,7 +197,7 @@ class LocalBackend:
         """Start the fork server if it has not started, importing `preload` and the programs'
         modules (a running one imports a program's before its first worker): a session that
         only reads, or a command whose input is refused, starts none."""
-        self._starter.prepare(with_modules_of(self._preload, programs))
+        self._starter.prepare(with_program_modules(self._preload, programs))
 
     def prestart(self, workers: int) -> None:
         """Start idle workers now, so that the next jobs find them warm."""

@@ -19,13 +19,10 @@ def check_importable(tasks: Sequence[WorkerTask]) -> None:
             )
 
 
-def with_program_modules(preload: tuple[str, ...], tasks: Sequence[WorkerTask]) -> tuple[str, ...]:
-    """`preload` and then the modules of the tasks' programs (an algorithm's program module
+def with_program_modules(
+    preload: tuple[str, ...], programs: Sequence[WorkerProgram]
+) -> tuple[str, ...]:
+    """`preload` and then the modules that define `programs` (an algorithm's program module
     imports its library: xgboost, torch): what a worker imports before its first task."""
-    return with_modules_of(preload, [task.program for task in tasks])
-
-
-def with_modules_of(preload: tuple[str, ...], programs: Sequence[WorkerProgram]) -> tuple[str, ...]:
-    """`preload` and then the modules that define `programs`."""
     modules = {getattr(program, "__module__", None) for program in programs}
     return preload + tuple(sorted(m for m in modules if m and m not in preload))

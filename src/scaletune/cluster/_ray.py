@@ -358,9 +358,8 @@ class RayBackend:
         gives a reason to stop."""
         check_importable(tasks)
         resources = WorkerResources.of_tasks(cluster or ClusterSpec(), tasks)
-        placed = self._acquire(
-            len(tasks), resources, with_program_modules(self._preload, tasks), abandon
-        )
+        preload = with_program_modules(self._preload, [task.program for task in tasks])
+        placed = self._acquire(len(tasks), resources, preload, abandon)
         if not self._one_machine:
             tasks = [dataclasses.replace(task, concurrent_workers=None) for task in tasks]
         try:

@@ -138,9 +138,9 @@ class BatchPredictor:
     def run(self, plan: PredictionPlan) -> Predictions:
         """A checked prediction, scored here or on this predictor's backend."""
         record, algorithm, workers = plan.record, plan.algorithm, plan.instance_count
-        if workers > 1 and self.backend is None:
-            raise InvalidInputError(f"instance_count={workers} needs a backend to run on")
-        if self.backend is not None and workers > 1:
+        if workers > 1:
+            if self.backend is None:
+                raise InvalidInputError(f"instance_count={workers} needs a backend to run on")
             # The algorithm's program imports its library, which each worker's scoring needs:
             # the fork server imports it once, beside the model's copy and the staging.
             self.backend.warm_up([predict_rows, algorithm.program])
