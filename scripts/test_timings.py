@@ -95,8 +95,9 @@ def render(
         if summed > total:
             lines += [
                 "",
-                "Some steps overlap (Chromium installs beside the steps after it; the type-check "
-                "runs beside the serial tests): their sum exceeds the wall time.",
+                "Some steps overlap (Chromium installs beside the steps after it, the YAHPO tests "
+                "run beside the wheel check, the type-check beside the serial tests): their sum "
+                "exceeds the wall time.",
             ]
 
     counts: dict[str, int] = defaultdict(int)
