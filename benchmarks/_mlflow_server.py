@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from scaletune.cluster import free_port
+
 STARTUP_SECONDS = 120.0  # a cold start imports much of MLflow; a busy 2-core machine is slow
 # MLflow's server starts a job runner by default (a consumer process a job queue, for its
 # GenAI features): eight more interpreters importing MLflow at every start, which scaletune
@@ -22,16 +23,12 @@ STARTUP_SECONDS = 120.0  # a cold start imports much of MLflow; a busy 2-core ma
 SERVER_ENVIRONMENT = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 def start(folder: Path, port: int | None = None) -> tuple[subprocess.Popen[bytes], str]:
     """Start `mlflow server` (this interpreter's) and wait until it answers: (process, URL)."""
     folder.mkdir(parents=True, exist_ok=True)
+    # Below the kernel's ephemeral range: a port from there (as a bind to port 0 gives) was
+    # taken by some outgoing connection's source port in the seconds the server takes to
+    # start, on a busy 2-core machine (a CI run's tracking tests failed so).
     port = port or free_port()
     command = [
         str(Path(sys.executable).parent / "mlflow"),

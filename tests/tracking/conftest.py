@@ -11,6 +11,7 @@ from contextlib import suppress
 import pytest
 from benchmarks import _mlflow_server as mlflow_servers
 
+from scaletune.cluster import free_port
 from tests.conftest import allow_process_tree
 
 
@@ -30,7 +31,7 @@ class Relay:
 
     def __init__(self, target: tuple[str, int]) -> None:
         self.target = target
-        self.port = mlflow_servers.free_port()
+        self.port = free_port()  # below the ephemeral range: still free when a cut ends
         self._listener: socket.socket | None = None
         self._connections: list[socket.socket] = []
         self._lock = threading.Lock()
