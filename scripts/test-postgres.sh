@@ -21,12 +21,36 @@ as_pg() {  # the server refuses to run as root
   if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
 
+free_port() {  # below the kernel's ephemeral range, as scaletune.cluster.free_port picks:
+  # outgoing connections take their source ports from there (scaletune is not installed yet)
+  python3 - <<'PY'
+import random, socket
+try:
+    low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+except (OSError, ValueError, IndexError):
+    low = 0
+for _ in range(50):
+    port = random.randrange(20_000, low) if low > 21_000 else 0
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        print(probe.getsockname()[1])
+        break
+else:  # no free port below the range: one from it
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        print(probe.getsockname()[1])
+PY
+}
+
 case "${1:-}" in
   start)
     bin=$(pg_bin)
     dir=$(mktemp -d /tmp/scaletune-pg.XXXXXX)
     [ "$(id -u)" = 0 ] && chown postgres "$dir"
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    port=$(free_port)
     as_pg "$bin/initdb" -D "$dir/data" -U scaletune --auth=trust -E UTF8 >/dev/null
     as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
       -o "-h 127.0.0.1 -p $port -k $dir ${SCALETUNE_PG_SETTINGS:--c fsync=off}" start >/dev/null

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -13,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
+
+from scaletune.cluster import free_port
 
 
 def _pg_bin() -> Path | None:
@@ -33,9 +34,9 @@ class PostgresServer:
         self._bin = binaries
         self._folder = folder
         self._data = folder / "data"
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
+        # Below the ephemeral range, which outgoing connections take their source ports
+        # from: the port stays free through initdb and between a restart's stop and start.
+        self.port = free_port()
         if os.getuid() == 0:  # the server refuses to run as root
             shutil.chown(folder, "postgres")
         self._run("initdb", "-D", str(self._data), "-U", "scaletune", "--auth=trust", "-E", "UTF8")
