@@ -5,7 +5,9 @@ the reference's server to chance (lr 0.2; momentum 0.99). Each is run synchronou
 target), asynchronously as the reference does (stale gradients applied as they come, the
 momentum asked for kept), and with each of scaletune's remedies: the momentum asynchrony adds
 taken off the optimiser's (`implicit_momentum = "subtract"`), the step divided by the
-staleness (`staleness_compensation = "lr"`), delay compensation (`"dc"`), and their pairs.
+staleness (`staleness_compensation = "lr"`), delay compensation (`"dc"`), their pairs, and the
+default: delay compensation with the momentum taken off and the step that costs given back
+while the loss falls (`implicit_momentum = "adapt"`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,12 @@ REFERENCE = {**ASYNC, "staleness_compensation": "none", "implicit_momentum": "ig
 MODES: dict[str, dict[str, Any]] = {
     "sync": {"strategy": "parameter_server", "mode": "sync"},
     "async, as the reference": REFERENCE,
-    "async, subtract implicit momentum (default)": {**REFERENCE, "implicit_momentum": "subtract"},
+    "async, adapt + dc (default)": {
+        **ASYNC,
+        "implicit_momentum": "adapt",
+        "staleness_compensation": "auto",
+    },
+    "async, subtract implicit momentum": {**REFERENCE, "implicit_momentum": "subtract"},
     "async, lr / staleness": {**REFERENCE, "staleness_compensation": "lr"},
     "async, dc": {**REFERENCE, "staleness_compensation": "dc"},
     "async, subtract + lr / staleness": {

@@ -63,12 +63,15 @@ class StalenessCompensation(StrEnum):
     NONE = "none"  # applied as it is
     LR = "lr"  # its step divided by its staleness (Zhang et al. 2016)
     DC = "dc"  # delay-compensated (DC-ASGD, Zheng et al. 2017), strength `dc_lambda`
+    AUTO = "auto"  # `dc` where the server applies pushes as they come, `none` otherwise
 
 
 class ImplicitMomentum(StrEnum):
     """Asynchrony adds momentum of its own (Mitliagkas et al. 2016): about s / (1 + s) for a
     mean staleness s, 1 - 1/N with N workers. `subtract` lowers the optimiser's momentum by
-    what the measured staleness implies, so that the two together stay near the job's."""
+    what the measured staleness implies, so that the two together stay near the job's;
+    `adapt` (the default) also gives back the step that lowering costs, as far as the
+    training loss allows."""
 
     IGNORE = "ignore"
     SUBTRACT = "subtract"
@@ -208,11 +211,12 @@ class DistributionSpec(Frozen):
         "applied late); the learning rate and the job's progress count the gradients applied",
     )
     staleness_compensation: StalenessCompensation = Field(
-        default=StalenessCompensation.NONE,
-        description="parameter_server async: how a stale gradient is applied",
+        default=StalenessCompensation.AUTO,
+        description="parameter_server async: how a stale gradient is applied ('auto': "
+        "delay-compensated where pushes apply as they come)",
     )
     implicit_momentum: ImplicitMomentum = Field(
-        default=ImplicitMomentum.SUBTRACT,
+        default=ImplicitMomentum.ADAPT,
         description="parameter_server async: whether the optimiser's momentum is lowered by "
         "the momentum that asynchrony adds ('subtract'), and with 'adapt' the step that costs "
         "given back while the training loss keeps falling (with staleness_compensation='dc')",

@@ -106,7 +106,8 @@ DIGITS = {"dataset": "digits"}
         (
             {},
             {"strategy": "parameter_server", "mode": "async", "staleness_compensation": "x"},
-            "distribution.staleness_compensation: Input should be 'none', 'lr' or 'dc' (got 'x')",
+            "distribution.staleness_compensation: Input should be 'none', 'lr', 'dc' or 'auto' "
+            "(got 'x')",
         ),
         (
             {"lr_schedule": "cosine", "lr_final": 2},

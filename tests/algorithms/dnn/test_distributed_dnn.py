@@ -170,8 +170,9 @@ def test_asynchronous_workers_report_staleness_bounded_or_not(
     assert synchronous.final_metrics["ps:staleness_max"] == 0  # k = 0: synchronous rounds
 
 
-def test_an_adapted_step_trains_asynchronously(session: Session) -> None:
-    remedy = {"implicit_momentum": "adapt", "staleness_compensation": "dc"}
+def test_the_former_asynchronous_defaults_still_train(session: Session) -> None:
+    # The defaults (adapt, delay-compensated) train in the staleness test above.
+    remedy = {"implicit_momentum": "subtract", "staleness_compensation": "none"}
     record = _fit(session, 2, {**PS_ASYNC, **remedy}, epochs=3).describe()
     assert record.status is JobStatus.COMPLETED, record.failure_reason
     assert record.final_metrics["validation:accuracy"] > 0.5  # chance is 0.1

@@ -82,9 +82,8 @@ class DNNAlgorithm(Algorithm):
                 "synchronous)"
             )
         compensation = distribution.staleness_compensation
-        if compensation is not StalenessCompensation.NONE and not (
-            distribution.applies_asynchronously
-        ):
+        explicit = compensation not in (StalenessCompensation.NONE, StalenessCompensation.AUTO)
+        if explicit and not (distribution.applies_asynchronously):
             raise InvalidInputError(
                 f"distribution.staleness_compensation={compensation.value!r} applies to "
                 "distribution.mode='async' only (max_staleness = 0 is synchronous)"

@@ -12,7 +12,6 @@ import torch
 from torch import nn
 from torch.nn.utils import vector_to_parameters
 
-from scaletune.spec import ImplicitMomentum, StalenessCompensation
 from scaletune.torch import MicroBatchNorms
 from scaletune.worker import WorkerContext
 
@@ -24,15 +23,7 @@ from ._ps_client import ParameterServerClient
 from ._ps_modes import ServerMode, Synchronous
 from ._ps_updates import ServerUpdates
 from ._run import DNNRun
-from ._staleness import (
-    RESTORATION_WINDOW_ROUNDS,
-    Compensator,
-    DelayCompensation,
-    ImplicitMomentumCorrection,
-    NoCompensation,
-    StalenessScaledRate,
-    StepRestoration,
-)
+from ._staleness import AsyncRemedies
 
 
 def train_parameter_server(run: DNNRun, mode: ServerMode) -> tuple[nn.Module, int]:
@@ -126,27 +117,20 @@ def _server_updates(run: DNNRun, model: nn.Module, mode: ServerMode) -> ServerUp
     noise = (
         noise_estimate(hyperparameters, ctx.world_size) if is_adaptive(hyperparameters) else None
     )
-    compensator: Compensator = NoCompensation()
-    momentum = restoration = None
-    if not synchronous:
-        if distribution.staleness_compensation is StalenessCompensation.LR:
-            compensator = StalenessScaledRate()
-        elif distribution.staleness_compensation is StalenessCompensation.DC:
-            compensator = DelayCompensation(distribution.dc_lambda)
-        if distribution.implicit_momentum is not ImplicitMomentum.IGNORE:
-            momentum = ImplicitMomentumCorrection(hyperparameters.momentum, ctx.world_size - 1)
-        if distribution.implicit_momentum is ImplicitMomentum.ADAPT:
-            window = RESTORATION_WINDOW_ROUNDS * ctx.world_size
-            restoration = StepRestoration(hyperparameters.momentum, window)
+    remedies = (
+        AsyncRemedies.none()
+        if synchronous
+        else AsyncRemedies.of(distribution, hyperparameters.momentum, ctx.world_size)
+    )
     optimizer = make_optimizer(model.parameters(), hyperparameters)
     return ServerUpdates(
         model,
         optimizer,
         pace,
         noise=noise,
-        compensation=compensator,
-        momentum=momentum,
-        restoration=restoration,
+        compensation=remedies.compensation,
+        momentum=remedies.momentum,
+        restoration=remedies.restoration,
         scaling=hyperparameters.lr_scaling,
     )
 

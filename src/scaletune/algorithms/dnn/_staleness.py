@@ -10,10 +10,13 @@ adapted to the gradient's scale by its running mean square (their DC-ASGD-a)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import torch
+
+from scaletune.spec import DistributionSpec, ImplicitMomentum, StalenessCompensation
 
 MEAN_SQUARE_DECAY = 0.95  # DC-ASGD-a's moving average of g^2
 STALENESS_DECAY = 0.99  # the running mean staleness that sets the implicit momentum
@@ -88,15 +91,18 @@ class DelayCompensation:
         now: torch.Tensor,
         pulled: torch.Tensor | None,
     ) -> tuple[torch.Tensor, float]:
-        squared = gradient * gradient
+        squared = gradient.square()
         if self._mean_square is None:
             self._mean_square = squared.clone()
         else:
             self._mean_square.mul_(MEAN_SQUARE_DECAY).add_(squared, alpha=1 - MEAN_SQUARE_DECAY)
         if staleness == 0 or pulled is None:
             return gradient, 1.0
-        strength = self.strength / (self._mean_square.sqrt() + EPSILON)
-        return gradient + strength * squared * (now - pulled), 1.0
+        # g + lambda_0 g^2 (now - pulled) / (sqrt(mean square) + eps), in place on two
+        # temporaries: the server applies pushes one at a time, so this is on every push's path.
+        correction = torch.sub(now, pulled).mul_(squared).mul_(self.strength)
+        correction.div_(self._mean_square.sqrt().add_(EPSILON))
+        return correction.add_(gradient), 1.0
 
     def state(self) -> dict[str, Any] | None:
         return {"mean_square": self._mean_square}
@@ -127,6 +133,9 @@ class ImplicitMomentumCorrection:
 RESTORATION_WINDOW_ROUNDS = 5  # a window of pushes: this many times the workers
 RESTORATION_CEILING = 4.0
 RESTORATION_GROWTH = 1.25
+# A push whose loss is this many times the last window's mean ends the restored step at once:
+# a step that diverges does so within a window (a loss 0.9 to 315 in 8 pushes at 2 workers).
+RESTORATION_SPIKE = 2.0
 
 
 @dataclass
@@ -141,7 +150,9 @@ class StepRestoration:
     inverse of that (the measured mean staleness s standing for N - 1, the ceiling 4), the
     factor raised by a quarter after each window of pushes whose mean loss fell and halved,
     down to 1, after one whose loss rose: where the longer step destabilises, it is taken
-    back (benchmarks/results/convergence_async_grid_adapt.md)."""
+    back. A push whose loss is RESTORATION_SPIKE times the last window's mean takes it back
+    at once, without waiting for the window to close; a loss that is not a number counts as
+    a rise (benchmarks/results/convergence_async_grid.md)."""
 
     momentum: float  # what the job asked for
     window: int  # pushes a window
@@ -156,13 +167,21 @@ class StepRestoration:
     ) -> float:
         """The factor on this push's learning rate, after counting its loss (a sum over
         `examples`) into the window under way."""
+        # `not <=`: a loss that is not a number is a spike too.
+        spiked = bool(examples) and not loss / examples <= RESTORATION_SPIKE * (
+            self.previous if self.previous is not None else math.inf
+        )
+        if self.factor > 1 and spiked:
+            self.factor = 1.0
+            self._loss, self._examples, self._pushes = 0.0, 0, 0
+            return self.factor
         self._loss += loss
         self._examples += examples
         self._pushes += 1
         if self._pushes < self.window or not self._examples:
             return self.factor
         mean = self._loss / self._examples
-        if self.previous is not None and mean > self.previous:
+        if self.previous is not None and not mean <= self.previous:
             self.factor = max(1.0, self.factor / 2)
         elif self.previous is not None:
             shortfall = (1 - explicit) / ((1 + mean_staleness) * max(1 - self.momentum, 1e-3))
@@ -177,3 +196,35 @@ class StepRestoration:
 
     def restore(self, state: dict[str, Any]) -> None:
         self.factor, self.previous = float(state["factor"]), state["previous"]
+
+
+@dataclass(frozen=True)
+class AsyncRemedies:
+    """What an asynchronous server does about staleness, as `[distribution]` asks."""
+
+    compensation: Compensator
+    momentum: ImplicitMomentumCorrection | None = None
+    restoration: StepRestoration | None = None
+
+    @classmethod
+    def none(cls) -> AsyncRemedies:
+        """A synchronous server's: its rounds are never stale."""
+        return cls(NoCompensation())
+
+    @classmethod
+    def of(cls, distribution: DistributionSpec, momentum: float, workers: int) -> AsyncRemedies:
+        """`momentum`: the optimiser's, as the job asked; `workers`: the job's size, whose
+        staleness (N - 1) the running mean starts from."""
+        kind = distribution.staleness_compensation
+        compensation: Compensator = NoCompensation()
+        if kind is StalenessCompensation.LR:
+            compensation = StalenessScaledRate()
+        elif kind in (StalenessCompensation.DC, StalenessCompensation.AUTO):
+            compensation = DelayCompensation(distribution.dc_lambda)
+        if distribution.implicit_momentum is ImplicitMomentum.IGNORE:
+            return cls(compensation)
+        correction = ImplicitMomentumCorrection(momentum, workers - 1)
+        if distribution.implicit_momentum is ImplicitMomentum.SUBTRACT:
+            return cls(compensation, correction)
+        window = RESTORATION_WINDOW_ROUNDS * workers
+        return cls(compensation, correction, StepRestoration(momentum, window))
