@@ -83,7 +83,7 @@ class DNNAlgorithm(Algorithm):
             )
         compensation = distribution.staleness_compensation
         explicit = compensation not in (StalenessCompensation.NONE, StalenessCompensation.AUTO)
-        if explicit and not (distribution.applies_asynchronously):
+        if explicit and not distribution.applies_asynchronously:
             raise InvalidInputError(
                 f"distribution.staleness_compensation={compensation.value!r} applies to "
                 "distribution.mode='async' only (max_staleness = 0 is synchronous)"

@@ -134,7 +134,7 @@ RESTORATION_WINDOW_ROUNDS = 5  # a window of pushes: this many times the workers
 RESTORATION_CEILING = 4.0
 RESTORATION_GROWTH = 1.25
 # A push whose loss is this many times the last window's mean ends the restored step at once:
-# a step that diverges does so within a window (a loss 0.9 to 315 in 8 pushes at 2 workers).
+# a step that diverges can do so within one window, before the window's mean says so.
 RESTORATION_SPIKE = 2.0
 
 
