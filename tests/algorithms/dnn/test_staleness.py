@@ -139,6 +139,21 @@ def test_the_step_is_given_back_while_the_loss_falls_and_taken_back_when_it_rise
     assert restoration.step_factor(0.4, 1.0, 1.0, 10) == 1.0  # mid-window: unchanged
 
 
+def test_a_mean_square_whose_gradient_stays_zero_never_turns_denormal() -> None:
+    # Every pass over denormal floats is many times slower; a weight whose gradient stops (a
+    # pixel no later image lights) decayed into them after about 1,500 pushes.
+    compensation = DelayCompensation(2.0)
+    weights = torch.zeros(2)
+    compensation.compensate(torch.tensor([1e-3, 1e-3]), 1, weights, weights)
+    for _ in range(3000):
+        compensation.compensate(torch.tensor([0.0, 1e-3]), 1, weights, weights)
+    state = compensation.state()
+    assert state is not None
+    smallest = float(state["mean_square"].min())
+    assert smallest >= torch.finfo(torch.float32).tiny  # a normal float
+    assert smallest < 1e-20  # and still about nothing
+
+
 def _restored(restoration: StepRestoration) -> float:
     """Windows of falling loss (window=1) until the step is given back past 1."""
     for loss in (5.0, 4.0, 3.0, 2.0):

@@ -121,8 +121,10 @@ class ServerUpdates:
     def apply_push(self, push: Pushed) -> None:
         """An asynchronous push, compensated for its staleness."""
         gradient = torch.from_numpy(push.gradient)
-        pulled = None if push.pulled is None else torch.from_numpy(push.pulled)
-        now = parameters_to_vector(self._model.parameters()).detach()
+        pulled = now = None
+        if push.pulled is not None:  # kept only for a compensation that needs them
+            pulled = torch.from_numpy(push.pulled)
+            now = parameters_to_vector(self._model.parameters()).detach()
         gradient, lr_factor = self._compensation.compensate(gradient, push.staleness, now, pulled)
         if self._momentum is not None:
             explicit = self._momentum.explicit(push.staleness)

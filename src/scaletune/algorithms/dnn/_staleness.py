@@ -21,6 +21,7 @@ from scaletune.spec import DistributionSpec, ImplicitMomentum, StalenessCompensa
 MEAN_SQUARE_DECAY = 0.95  # DC-ASGD-a's moving average of g^2
 STALENESS_DECAY = 0.99  # the running mean staleness that sets the implicit momentum
 EPSILON = 1e-7
+MEAN_SQUARE_FLOOR = 1e-30  # far below EPSILON^2, far above float32's denormals (1.2e-38)
 
 
 class Compensator(Protocol):
@@ -33,7 +34,7 @@ class Compensator(Protocol):
         self,
         gradient: torch.Tensor,
         staleness: int,
-        now: torch.Tensor,
+        now: torch.Tensor | None,
         pulled: torch.Tensor | None,
     ) -> tuple[torch.Tensor, float]:
         """The gradient to apply and the factor on the learning rate."""
@@ -61,7 +62,7 @@ class NoCompensation(_Stateless):
         self,
         gradient: torch.Tensor,
         staleness: int,
-        now: torch.Tensor,
+        now: torch.Tensor | None,
         pulled: torch.Tensor | None,
     ) -> tuple[torch.Tensor, float]:
         return gradient, 1.0
@@ -72,7 +73,7 @@ class StalenessScaledRate(_Stateless):
         self,
         gradient: torch.Tensor,
         staleness: int,
-        now: torch.Tensor,
+        now: torch.Tensor | None,
         pulled: torch.Tensor | None,
     ) -> tuple[torch.Tensor, float]:
         return gradient, 1.0 / max(1, staleness)
@@ -88,21 +89,23 @@ class DelayCompensation:
         self,
         gradient: torch.Tensor,
         staleness: int,
-        now: torch.Tensor,
+        now: torch.Tensor | None,
         pulled: torch.Tensor | None,
     ) -> tuple[torch.Tensor, float]:
         squared = gradient.square()
         if self._mean_square is None:
             self._mean_square = squared.clone()
         else:
-            self._mean_square.mul_(MEAN_SQUARE_DECAY).add_(squared, alpha=1 - MEAN_SQUARE_DECAY)
-        if staleness == 0 or pulled is None:
+            # Floored: where the gradient stays 0 (a pixel that is 0 in every image) the mean
+            # decays into denormal floats, and every pass over them is many times slower.
+            self._mean_square.lerp_(squared, 1 - MEAN_SQUARE_DECAY).clamp_(min=MEAN_SQUARE_FLOOR)
+        if staleness == 0 or pulled is None or now is None:
             return gradient, 1.0
-        # g + lambda_0 g^2 (now - pulled) / (sqrt(mean square) + eps), in place on two
-        # temporaries: the server applies pushes one at a time, so this is on every push's path.
-        correction = torch.sub(now, pulled).mul_(squared).mul_(self.strength)
-        correction.div_(self._mean_square.sqrt().add_(EPSILON))
-        return correction.add_(gradient), 1.0
+        # g + lambda_0 (now - pulled) g^2 / (sqrt(mean square) + eps) in seven passes over the
+        # weights: the server applies pushes one at a time, so this is on every push's path.
+        weight = self._mean_square.sqrt().add_(EPSILON)
+        torch.div(squared, weight, out=weight)
+        return gradient.addcmul(torch.sub(now, pulled), weight, value=self.strength), 1.0
 
     def state(self) -> dict[str, Any] | None:
         return {"mean_square": self._mean_square}
