@@ -55,14 +55,7 @@ def _server(settings: dict[str, str], hidden: int) -> tuple[ServerUpdates, nn.Mo
     )
     remedies = AsyncRemedies.of(spec, MOMENTUM, WORKERS)
     pace = FixedPace(LearningRateSchedule(LEARNING_RATE, LEARNING_RATE, 0), epochs=10**6)
-    updates = ServerUpdates(
-        model,
-        optimizer,
-        pace,
-        compensation=remedies.compensation,
-        momentum=remedies.momentum,
-        restoration=remedies.restoration,
-    )
+    updates = ServerUpdates(model, optimizer, pace, remedies=remedies)
     return updates, model
 
 

@@ -112,14 +112,7 @@ def simulate(
     else:
         spec = DistributionSpec.model_validate({**distribution, "mode": "async"})
         remedies = AsyncRemedies.of(spec, momentum, workers)
-        updates = ServerUpdates(
-            server,
-            optimizer,
-            pace,
-            compensation=remedies.compensation,
-            momentum=remedies.momentum,
-            restoration=remedies.restoration,
-        )
+        updates = ServerUpdates(server, optimizer, pace, remedies=remedies)
         stalenesses = _asynchronously(
             updates, server, build_model(config, seed), batches, train, times
         )

@@ -31,7 +31,7 @@ UNIT_RATE = FixedPace(LearningRateSchedule(1.0, 1.0, 0), epochs=1)
 
 def _plain_updates(model: nn.Module, compensation: Compensator) -> ServerUpdates:
     optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
-    return ServerUpdates(model, optimizer, UNIT_RATE, compensation=compensation)
+    return ServerUpdates(model, optimizer, UNIT_RATE, remedies=AsyncRemedies(compensation))
 
 
 def _async_server(updates: ServerUpdates, model: nn.Module) -> ParameterServer:
@@ -100,7 +100,8 @@ def test_the_server_steps_with_the_corrected_momentum(
     model = tiny_model()
     optimizer = torch.optim.SGD(model.parameters(), lr=1.0, momentum=0.9)
     correction = ImplicitMomentumCorrection(momentum=0.9, mean_staleness=1.0)
-    updates = ServerUpdates(model, optimizer, UNIT_RATE, momentum=correction)
+    remedies = AsyncRemedies(NoCompensation(), correction)
+    updates = ServerUpdates(model, optimizer, UNIT_RATE, remedies=remedies)
     server = _async_server(updates, model)
     try:
         (a, model_a), (b, model_b) = (connect(server, rank, clients) for rank in (0, 1))

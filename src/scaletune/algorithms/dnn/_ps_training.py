@@ -128,9 +128,7 @@ def _server_updates(run: DNNRun, model: nn.Module, mode: ServerMode) -> ServerUp
         optimizer,
         pace,
         noise=noise,
-        compensation=remedies.compensation,
-        momentum=remedies.momentum,
-        restoration=remedies.restoration,
+        remedies=remedies,
         scaling=hyperparameters.lr_scaling,
     )
 

@@ -20,12 +20,7 @@ from ._common import restore_optimizer
 from ._hyperparameters import LearningRateScaling
 from ._pace import FixedPace, Pace
 from ._schedule import LearningRateSchedule
-from ._staleness import (
-    Compensator,
-    ImplicitMomentumCorrection,
-    NoCompensation,
-    StepRestoration,
-)
+from ._staleness import AsyncRemedies
 
 FloatVector = npt.NDArray[np.float32]
 
@@ -50,22 +45,20 @@ class ServerUpdates:
         pace: Pace,
         *,
         noise: GradientNoiseScale | None = None,
-        compensation: Compensator | None = None,
-        momentum: ImplicitMomentumCorrection | None = None,
-        restoration: StepRestoration | None = None,
+        remedies: AsyncRemedies | None = None,
         scaling: LearningRateScaling = LearningRateScaling.NONE,
     ) -> None:
-        """`noise`: AdaScale's estimates (sync); `compensation` and `momentum`: what an
-        asynchronous push's staleness changes (SGD's momentum only: Adam's is left), and
-        `restoration` what the momentum's correction costs the step where the loss allows;
+        """`noise`: AdaScale's estimates (sync); `remedies`: what an asynchronous push's
+        staleness changes (SGD's momentum only: Adam's is left; none by default);
         `scaling`: the rule that scales a round's learning rate with the gradients in it."""
         self._model = model
         self._optimizer = optimizer
         self._pace = pace
         self._noise = noise
-        self._compensation = compensation or NoCompensation()
-        self._momentum = momentum
-        self._restoration = restoration
+        remedies = remedies or AsyncRemedies.none()
+        self._compensation = remedies.compensation
+        self._momentum = remedies.momentum
+        self._restoration = remedies.restoration
         self._scaling = scaling
         self.version = 0
         self.progress = 0.0
