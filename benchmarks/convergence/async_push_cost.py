@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import argparse
+import copy
 import statistics
 import tempfile
 import time
@@ -24,10 +25,10 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from torch.nn import functional
-from torch.nn.utils import parameters_to_vector
+from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from benchmarks._report import MNIST_FOLDER, write
+from benchmarks.convergence.async_simulated import batch_gradient
 from scaletune.algorithms.dnn._pace import FixedPace
 from scaletune.algorithms.dnn._ps_updates import Pushed, ServerUpdates
 from scaletune.algorithms.dnn._schedule import LearningRateSchedule
@@ -59,15 +60,6 @@ def _server(settings: dict[str, str], hidden: int) -> tuple[ServerUpdates, nn.Mo
     return updates, model
 
 
-def _pushes(
-    features: torch.Tensor, labels: torch.Tensor, rng: np.random.Generator, count: int
-) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    return [
-        (features[rows], labels[rows])
-        for rows in (rng.choice(len(labels), BATCH, replace=False) for _ in range(count))
-    ]
-
-
 def server_cost(
     features: torch.Tensor, labels: torch.Tensor, hidden: int, pushes: int, block: int
 ) -> dict[str, dict[str, float]]:
@@ -77,7 +69,9 @@ def server_cost(
     for name, (_, model) in servers.items():
         start = parameters_to_vector(model.parameters()).detach().numpy().copy()
         pulled[name] = [(start, 0)] * WORKERS
-    batches = _pushes(features, labels, np.random.default_rng(hidden), pushes)
+    rng = np.random.default_rng(hidden)
+    batches = [rng.choice(len(labels), BATCH, replace=False) for _ in range(pushes)]
+    worker = copy.deepcopy(next(iter(servers.values()))[1])  # computes the pushes, untimed
     times: dict[str, list[tuple[int, float]]] = {name: [] for name in ARMS}
     for first in range(0, pushes, block):
         for name, (updates, model) in servers.items():
@@ -85,13 +79,14 @@ def server_cost(
             for index in range(first, min(first + block, pushes)):
                 rank = index % WORKERS
                 weights, version = pulled[name][rank]
-                gradient, loss = _gradient(model, weights, *batches[index])
+                vector_to_parameters(torch.from_numpy(weights), worker.parameters())
+                computed = batch_gradient(worker, (features, labels), batches[index])
                 push = Pushed(
-                    gradient,
+                    computed.gradient,
                     staleness=updates.version - version,
                     pulled=weights if updates.keeps_pulled_weights else None,
-                    loss_sum=loss * BATCH,
-                    examples=BATCH,
+                    loss_sum=computed.loss_sum,
+                    examples=computed.examples,
                 )
                 began = time.perf_counter()
                 updates.apply_push(push)
@@ -106,20 +101,6 @@ def server_cost(
         }
         for name, blocks in times.items()
     }
-
-
-def _gradient(
-    model: nn.Module, weights: np.ndarray, features: torch.Tensor, labels: torch.Tensor
-) -> tuple[np.ndarray, float]:
-    """The gradient at `weights` (the server's model borrowed, then put back)."""
-    current = parameters_to_vector(model.parameters()).detach().clone()
-    torch.nn.utils.vector_to_parameters(torch.from_numpy(weights), model.parameters())
-    model.zero_grad(set_to_none=True)
-    loss = functional.cross_entropy(model(features), labels)
-    loss.backward()  # type: ignore[no-untyped-call]
-    gradient = parameters_to_vector([p.grad for p in model.parameters() if p.grad is not None])
-    torch.nn.utils.vector_to_parameters(current, model.parameters())
-    return gradient.numpy().copy(), float(loss.detach())
 
 
 def job_times(folder: Path, epochs: int, runs: int) -> dict[str, list[float]]:

@@ -79,7 +79,8 @@ def _shards(rows: int, workers: int, seed: int, epochs: int, batch: int) -> list
     return batches
 
 
-def _gradient(model: torch.nn.Module, train: Tensors, rows: Any) -> Pushed:
+def batch_gradient(model: torch.nn.Module, train: Tensors, rows: Any) -> Pushed:
+    """`model`'s gradient on these rows, as a worker would push it."""
     model.zero_grad(set_to_none=True)
     loss = functional.cross_entropy(model(train[0][rows]), train[1][rows])
     backward(loss)
@@ -108,7 +109,7 @@ def simulate(
     if distribution is None:
         updates = ServerUpdates(server, optimizer, pace)
         for step in range(min(map(len, batches))):
-            updates.apply_round([_gradient(server, train, mine[step]) for mine in batches])
+            updates.apply_round([batch_gradient(server, train, mine[step]) for mine in batches])
     else:
         spec = DistributionSpec.model_validate({**distribution, "mode": "async"})
         remedies = AsyncRemedies.of(spec, momentum, workers)
@@ -143,7 +144,7 @@ def _asynchronously(
         now, rank = heapq.heappop(queue)
         weights, version = pulled[rank]
         vector_to_parameters(weights, worker.parameters())
-        push = _gradient(worker, train, batches[rank][done[rank]])
+        push = batch_gradient(worker, train, batches[rank][done[rank]])
         staleness = updates.version - version
         stalenesses.append(staleness)
         updates.apply_push(

@@ -218,8 +218,9 @@ class DistributionSpec(Frozen):
     implicit_momentum: ImplicitMomentum = Field(
         default=ImplicitMomentum.ADAPT,
         description="parameter_server async: whether the optimiser's momentum is lowered by "
-        "the momentum that asynchrony adds ('subtract'), and with 'adapt' the step that costs "
-        "given back while the training loss keeps falling (with staleness_compensation='dc')",
+        "the momentum that asynchrony adds ('subtract'), and with 'adapt' (the default) the "
+        "step that costs given back while the training loss keeps falling (best with delay "
+        "compensation, which staleness_compensation='auto' gives)",
     )
     dc_lambda: float = Field(
         default=2.0,

@@ -118,7 +118,7 @@ def _server_updates(run: DNNRun, model: nn.Module, mode: ServerMode) -> ServerUp
         noise_estimate(hyperparameters, ctx.world_size) if is_adaptive(hyperparameters) else None
     )
     remedies = (
-        AsyncRemedies.none()
+        None
         if synchronous
         else AsyncRemedies.of(distribution, hyperparameters.momentum, ctx.world_size)
     )
