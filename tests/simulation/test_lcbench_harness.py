@@ -194,7 +194,9 @@ def test_syne_tunes_model_based_asha_stops_trials_at_its_rungs(kind: str) -> Non
     pytest.importorskip("syne_tune", reason="Syne Tune lives in the benchmark environment")
     from benchmarks.tuning._peers import SynePolicy
 
-    task = _task(full_trials=2)
+    # Budget for 0.4 of a full trial: some ten trials, most stopped at the first rung, five
+    # of them proposed by the fitted model (each fit is five boosted quantile regressions)
+    task = _task(full_trials=0.4)
     policy = SynePolicy(seed=0, kind=kind)
     trajectory = run_policy(policy, task, task.setting.workers)
     reports = len(trajectory)
