@@ -15,9 +15,10 @@ import torch.nn.functional as functional
 
 from scaletune.algorithms.dnn import GradientNoiseScale
 from scaletune.api import Session
+from scaletune.gradient_noise import NormPool
 from scaletune.spec import load_training_spec
 from scaletune.store import JobStatus
-from scaletune.torch import AdaScale, agreed, leave_group
+from scaletune.torch import AdaScale, MicroBatchNorms, agreed, leave_group
 from tests.cli.test_cli import EXAMPLES
 from tests.jobs import run_job
 
@@ -67,30 +68,39 @@ def test_one_process_without_accumulation_steps_at_its_own_rate() -> None:
     assert optimizer.step() == 1.0 and optimizer.progress == 1.0
 
 
-def test_the_gain_is_measured_every_few_steps_and_held_between() -> None:
+def test_the_gain_is_estimated_every_few_steps_from_each_step_measured_and_held_between() -> None:
     torch.manual_seed(0)
     model = torch.nn.Linear(4, 3)
     optimizer = AdaScale(
         torch.optim.SGD(model.parameters(), lr=0.1), model, accumulation_steps=2, measure_every=3
     )
-    gains, hooked = [], []
-    for _ in range(7):
-        hooked.append(any(p._backward_hooks for p in model.parameters()))
+    watch = MicroBatchNorms(model, micro_batches=2)  # each step's own norms, beside it
+    watch.active = True
+    gains, measured = [], []
+    for _ in range(8):
         optimizer.zero_grad()
         for _ in range(2):
             features, labels = torch.randn(4, 4), torch.randint(0, 3, (4,))
             (functional.cross_entropy(model(features), labels) / 2).backward()  # type: ignore[no-untyped-call]
+        measured.append(watch.take())
         gains.append(optimizer.step())
-    assert hooked == [True, False, False, True, False, False, True]  # hooks only when measured
+    watch.close()
     assert gains[0] == gains[1] == gains[2] and gains[3] == gains[4] == gains[5]
-    assert len({gains[0], gains[3], gains[6]}) == 3  # each measurement moved it
+    assert len({gains[0], gains[3], gains[6]}) == 3  # each estimate moved it
+    # Estimated at steps 0, 3 and 6, each from every step since the last: 1, 3, 3 of them.
+    expected = GradientNoiseScale(1, 2)
+    for span in (measured[0:1], measured[1:4], measured[4:7]):
+        expected.add(NormPool(sum(m[0] for m in span), sum(m[1] for m in span), len(span)))
+    assert optimizer.gain == pytest.approx(expected.gain)
+    # Step 7 is measured and waits in the pool, which the state keeps.
+    state = optimizer.state_dict()
+    assert state["pooled"] == pytest.approx((*measured[7], 1))
     resumed = AdaScale(
         torch.optim.SGD(model.parameters(), lr=0.1), model, accumulation_steps=2, measure_every=3
     )
-    state = optimizer.state_dict()
     optimizer.close()
-    resumed.load_state_dict(state)  # 7 steps made: the next (7 % 3 = 1) is not measured
-    assert not any(p._backward_hooks for p in model.parameters())
+    resumed.load_state_dict(state)
+    assert resumed.state_dict()["pooled"] == state["pooled"] and resumed.gain == optimizer.gain
     resumed.close()
     with pytest.raises(ValueError, match="measure_every=0 must be at least 1"):
         AdaScale(torch.optim.SGD(model.parameters(), lr=0.1), model, measure_every=0)

@@ -38,8 +38,12 @@ def _gradient(model: torch.nn.Module, rank: int) -> torch.Tensor:
     return torch.cat([p.grad.reshape(-1) for p in model.parameters() if p.grad is not None])
 
 
+# (measured, estimated) of each pass: the last estimate pools the two passes before it.
+PASSES = [(True, True), (False, False), (True, False), (True, True)]
+
+
 def rank_main(rank: int, port: int, out: Path) -> None:
-    """One DDP worker (run as its own interpreter): three passes, measured or not, saved to
+    """One DDP worker (run as its own interpreter): four passes, measured or not, saved to
     `out`; the first has one bucket, the later ones several."""
     from scaletune.torch import FoldedNorms
 
@@ -54,13 +58,14 @@ def rank_main(rank: int, port: int, out: Path) -> None:
         net = _model()
         # Buckets of a few hundred bytes: a bucket a parameter once DDP rebuilds them.
         ddp = torch.nn.parallel.DistributedDataParallel(net, bucket_cap_mb=0.0002)
-        norms = FoldedNorms(net)
+        norms = FoldedNorms()
         norms.register(ddp)
         passes = []
-        for measuring in (True, False, True):
-            norms.measuring = measuring
+        for measuring, estimating in PASSES:
+            norms.measuring, norms.estimating = measuring, estimating
             averaged = _gradient(ddp, rank)
-            passes.append((measuring, averaged, norms.take() if measuring else None))
+            pooled = norms.end_update()
+            passes.append((measuring, averaged, None if pooled is None else pooled.state))
         torch.save(passes, out)
         dist.barrier()
     finally:
@@ -89,18 +94,24 @@ def test_each_workers_squared_norm_is_summed_in_ddps_last_bucket_and_grads_are_u
     expected_summed = float(sum(g.dot(g) for g in own))
     for out in outs:
         passes = torch.load(out, weights_only=True)
-        assert [measuring for measuring, _, _ in passes] == [True, False, True]
-        for measuring, averaged, taken in passes:
-            # DDP's average, as without the hook, measured or not.
+        assert [measuring for measuring, _, _ in passes] == [m for m, _ in PASSES]
+        for averaged, _ in zip([p[1] for p in passes], PASSES, strict=True):
+            # DDP's average, as without the hook, measured or not, estimated or not.
             torch.testing.assert_close(averaged, mean)
-            if measuring:
-                summed, averaged_sq = taken
-                assert summed == pytest.approx(expected_summed, rel=1e-5)
-                assert averaged_sq == pytest.approx(float(mean.dot(mean)), rel=1e-5)
+        # Every pass has the same gradients (no step between): the estimates hold one
+        # pass's squared norms, then the two measured since, summed.
+        assert [pooled is None for _, _, pooled in passes] == [False, True, True, False]
+        for (_, _, pooled), count in zip([passes[0], passes[3]], [1, 2], strict=True):
+            summed, averaged_sq, updates = pooled
+            assert updates == count
+            assert summed == pytest.approx(count * expected_summed, rel=1e-5)
+            assert averaged_sq == pytest.approx(count * float(mean.dot(mean)), rel=1e-5)
 
 
-def test_take_without_a_measured_pass_is_an_error() -> None:
+def test_an_estimate_without_an_estimating_pass_is_an_error() -> None:
     from scaletune.torch import FoldedNorms
 
-    with pytest.raises(RuntimeError, match="no measured backward pass"):
-        FoldedNorms(_model()).take()
+    norms = FoldedNorms()
+    norms.estimating = True
+    with pytest.raises(RuntimeError, match="no estimating backward pass"):
+        norms.end_update()

@@ -1,7 +1,7 @@
 """What measuring the gradient noise costs a training update: 2-worker all-reduce on MNIST
 (the experiment's MLP), never measured, measured every 16th update (the noise scale's
-default), AdaScale's gain measured on every update (its default) and every 8th, in rotating
-order.
+default), AdaScale's gain estimated on every update, and on every 4th (its default) and 8th
+from every update measured since (pooled), in rotating order.
 
 A run's time per update is taken between its first and last epoch reports on rank 0 (start-up
 and the first epoch left out), over the updates made in between: AdaScale's epochs are one
@@ -24,8 +24,9 @@ from scaletune.experiment._plans import DNN_NAIVE
 ARMS: dict[str, dict[str, Any]] = {
     "never": {"gns_every_updates": 0},
     "every 16th update (noise scale)": {"gns_every_updates": 16},
-    "adascale, gain every update (default)": {"lr_scaling": "adascale"},
-    "adascale, gain every 8th update": {"lr_scaling": "adascale", "adascale_every_updates": 8},
+    "adascale, gain every update": {"lr_scaling": "adascale", "adascale_every_updates": 1},
+    "adascale, gain pooled over 4 updates (default)": {"lr_scaling": "adascale"},
+    "adascale, gain pooled over 8 updates": {"lr_scaling": "adascale", "adascale_every_updates": 8},
 }
 
 
@@ -80,8 +81,9 @@ epochs, {args.rounds} rounds in rotating order. A measurement, at one micro-batc
 here: DDP's communication hook takes each bucket's squared norm before its all-reduce, the last
 bucket carries their sum in one more element (no collective of its own), and one more squared
 norm is taken of the averaged gradient (with several micro-batches a worker, hooks on the
-parameters add each micro-batch's, and one all-reduce of one number sums them). Between
-AdaScale's measurements the hook only averages and the last gain is taken. The ratio is the
+parameters add each micro-batch's, and one all-reduce of one number sums them). Pooled,
+every update's squared norms are taken and only every 4th or 8th update's last bucket carries
+their sum since the last estimate; the updates between take the last gain. The ratio is the
 geometric mean of the ratios within rounds, with a 95 % BCa bootstrap interval.
 """
     write(

@@ -30,8 +30,10 @@ ONE_WORKER = {k: v for k, v in DNN_NAIVE.items() if k not in ("model", "epochs")
 METHODS: dict[str, dict[str, Any]] = {
     "none": {"lr_scaling": "none"},
     "linear + 1 warm-up epoch": {"lr_scaling": "linear", "warmup_epochs": 1},
-    "adascale": {"lr_scaling": "adascale"},  # its gain measured on every update
-    "adascale, gain every 8th update": {"lr_scaling": "adascale", "adascale_every_updates": 8},
+    # the gain estimated on every update (the default until pooling; the runs' name kept)
+    "adascale": {"lr_scaling": "adascale", "adascale_every_updates": 1},
+    # estimated on every 4th update from the 4 measured since
+    "adascale, gain pooled over 4 updates": {"lr_scaling": "adascale", "adascale_every_updates": 4},
 }
 
 
@@ -139,6 +141,7 @@ def main() -> None:
                         print(result, flush=True)
     runs = _latest(runs)
     args.seeds = sorted({run["seed"] for run in runs})
+    args.sizes = sorted({run["workers"] for run in runs})  # one worker's too, from earlier files
     _report(args, runs)
 
 

@@ -18,13 +18,46 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 Estimates = tuple[float, float] | None  # |G|^2 and tr(Sigma), smoothed: what a checkpoint keeps
-DECAY = 0.95  # each estimate's moving average, per measurement
-# AdaScale's gain is measured on every this many updates by default, the last one taken
-# between. Sampled, the estimates either average fewer measurements (noisier: a noisy |G|^2
-# biases the gain up) or lag (the gain comes too low, and the job takes more updates): in the
-# scale-out benchmark sampling held the accuracy but its extra updates cost more than the
-# measurements it saved.
-ADASCALE_MEASURE_EVERY = 1
+DECAY = 0.95  # each estimate's moving average, per update measured
+# AdaScale measures every update's squared norms where they are (each worker's own); every
+# this many updates by default the workers pool them (one number summed across them) and the
+# gain is estimated again from all the updates since. Pooled, the estimates average as many
+# measurements over the same span as when each update's is summed across the workers; only
+# the exchange, and the gain, wait a few updates. (Sampling one update in K instead either
+# averages fewer measurements or lags a rising gain, and the job takes more updates.)
+ADASCALE_ESTIMATE_EVERY = 4
+
+
+@dataclass
+class NormPool:
+    """Squared norms of the updates measured since the gain was last estimated: this
+    worker's micro-batch gradients' (summed over its micro-batches and the updates; over all
+    workers once pooled), the averaged gradients' (the same on every worker), and how many
+    updates they hold. A checkpoint keeps each worker's, so that a resumed job pools as the
+    uninterrupted one does."""
+
+    local: float = 0.0
+    averaged: float = 0.0
+    updates: int = 0
+
+    def add(self, local: float, averaged: float) -> None:
+        self.local += local
+        self.averaged += averaged
+        self.updates += 1
+
+    def take(self) -> NormPool:
+        """What the pool holds; it starts again empty."""
+        taken = NormPool(self.local, self.averaged, self.updates)
+        self.local, self.averaged, self.updates = 0.0, 0.0, 0
+        return taken
+
+    @property
+    def state(self) -> tuple[float, float, int]:
+        return (self.local, self.averaged, self.updates)
+
+    def restore(self, state: tuple[float, float, int] | None) -> None:
+        """A state saved from `state` (none: empty)."""
+        self.local, self.averaged, self.updates = (0.0, 0.0, 0) if state is None else state
 
 
 @dataclass
@@ -49,15 +82,26 @@ class GradientNoiseScale:
         """Estimates saved from `estimates` (none: start afresh)."""
         self._true_sq, self._trace = (None, None) if estimates is None else estimates
 
-    def update(self, small_sq: float, big_sq: float) -> None:
+    def update(self, small_sq: float, big_sq: float, updates: int = 1) -> None:
+        """`small_sq`: the mean squared norm of one micro-batch's gradient, `big_sq`: of the
+        averaged gradient; each a mean over `updates` updates, which the moving averages
+        weigh as that many measurements (as `updates` calls with the same values would)."""
         b, big = self.small_batch, self.big_batch
         true_sq = (big * big_sq - b * small_sq) / (big - b)
         trace = (small_sq - big_sq) / (1 / b - 1 / big)
-        self._true_sq = self._smooth(self._true_sq, true_sq)
-        self._trace = self._smooth(self._trace, trace)
+        decay = self.decay**updates
+        self._true_sq = _smooth(self._true_sq, true_sq, decay)
+        self._trace = _smooth(self._trace, trace, decay)
 
-    def _smooth(self, average: float | None, value: float) -> float:
-        return value if average is None else self.decay * average + (1 - self.decay) * value
+    def add(self, pooled: NormPool) -> None:
+        """Updates pooled over every worker: `pooled.local` sums all S micro-batch gradients'
+        squared norms of each update."""
+        if pooled.updates:
+            self.update(
+                pooled.local / (self.scale * pooled.updates),
+                pooled.averaged / pooled.updates,
+                pooled.updates,
+            )
 
     @property
     def scale(self) -> float:
@@ -80,3 +124,7 @@ class GradientNoiseScale:
         if self._true_sq is None or self._trace is None or self._true_sq <= 0 or self._trace <= 0:
             return None
         return self._trace / self._true_sq
+
+
+def _smooth(average: float | None, value: float, decay: float) -> float:
+    return value if average is None else decay * average + (1 - decay) * value

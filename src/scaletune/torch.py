@@ -15,8 +15,9 @@ Each step takes the learning rate the optimiser's groups hold (set them from `pr
 worker's updates, to schedule in one worker's terms) times AdaScale's gain r in [1, S], S
 the gradients of one worker's batch averaged per step (workers x accumulated micro-batches).
 The gain comes from each micro-batch's own gradient (a hook on each parameter, before DDP
-averages it) and the averaged one (`.grad`), plus one all-reduce of one number, on every
-`measure_every`-th step (every step by default; the steps between take the last gain). With
+averages it) and the averaged one (`.grad`), measured on every step, plus one all-reduce of
+one number on every `measure_every`-th step, which estimates the gain from the steps since
+the last (every step by default; the steps between take the last gain). With
 accumulation, divide each micro-batch's loss by `accumulation_steps`, as usual.
 
 `MicroBatchNorms` is that measurement, which the built-in classifier uses too where a worker
@@ -35,7 +36,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from scaletune.gradient_noise import ADASCALE_MEASURE_EVERY, GradientNoiseScale
+from scaletune.gradient_noise import ADASCALE_ESTIMATE_EVERY, GradientNoiseScale, NormPool
 
 
 class MicroBatchNorms:
@@ -55,6 +56,7 @@ class MicroBatchNorms:
         self._scale = float(micro_batches) ** 2
         self._sum = torch.zeros((), dtype=torch.float64)
         self._parameters = [p for p in model.parameters() if p.requires_grad]
+        self.pool = NormPool()
         # The hooks are on the parameters only while measuring: a backward pass that is not
         # measured calls none (a hook that returns at once still costs a call per tensor).
         self._handles: list[RemovableHandle] = []
@@ -85,6 +87,14 @@ class MicroBatchNorms:
         averaged = sum(_squared_norm(p.grad) for p in self._parameters if p.grad is not None)
         return local, averaged
 
+    def end_update(self, estimate: bool) -> NormPool | None:
+        """After an update's backward passes: a measured update goes into the pool; where
+        the gain is estimated, the pool is taken (this worker's part: the caller sums
+        `local` over the workers)."""
+        if self.active:
+            self.pool.add(*self.take())
+        return self.pool.take() if estimate else None
+
     def close(self) -> None:
         for handle in self._handles:
             handle.remove()
@@ -97,14 +107,19 @@ class FoldedNorms:
     all-reduce (the bucket holds this worker's own gradient then), and the last bucket of the
     backward pass carries their sum in one more element, summed over the workers with it.
 
-    `register(ddp)` once; set `measuring` before each backward pass; `take()` after it gives
-    the workers' squared norms summed and the averaged gradient's squared norm."""
+    `register(ddp)` once; before each update's backward pass set `measuring` (take its
+    squared norms) and `estimating` (its last bucket carries the pool's, summed over the
+    workers); after it, `end_update()`."""
 
-    def __init__(self, model: nn.Module) -> None:
+    def __init__(self) -> None:
         self.measuring = False
-        self._parameters = [p for p in model.parameters() if p.requires_grad]
-        self._local = 0.0
+        self.estimating = False
+        self.pool = NormPool()
+        self._local = 0.0  # this backward pass's buckets so far
         self._summed: float | None = None
+        # Its buckets: after the pass each holds its share of the averaged gradient, whose
+        # squared norm is then a dot product a bucket (not one a parameter).
+        self._buckets: list[torch.Tensor] = []
 
     def register(self, ddp: nn.parallel.DistributedDataParallel) -> None:
         # DDP reads the hook's annotations as objects, which this module's are not (postponed
@@ -117,12 +132,13 @@ class FoldedNorms:
         buffer = bucket.buffer()
         if self.measuring:
             self._local += _squared_norm(buffer)  # before DDP's own hook divides it in place
-        if not (self.measuring and bucket.is_last()):
+            self._buckets.append(buffer)  # averaged in place by the all-reduce
+        if not (self.estimating and bucket.is_last()):
             averaged: torch.futures.Future[torch.Tensor] = allreduce_hook(None, bucket)  # type: ignore[arg-type]  # None: the default group
             return averaged
         world_size = dist.get_world_size()
-        extended = torch.cat([buffer / world_size, buffer.new_tensor([self._local])])
-        self._local = 0.0
+        pooled = self.pool.local + self._local
+        extended = torch.cat([buffer / world_size, buffer.new_tensor([pooled])])
 
         def split(future: torch.futures.Future[list[torch.Tensor]]) -> torch.Tensor:
             reduced = future.value()[0]
@@ -135,14 +151,21 @@ class FoldedNorms:
         )
         return reduced
 
-    def take(self) -> tuple[float, float]:
-        """The workers' own gradients' squared norms summed over them, and the averaged
-        gradient's squared norm (the same on every worker)."""
+    def end_update(self) -> NormPool | None:
+        """After an update's backward pass: a measured update goes into the pool; an
+        estimating one takes the pool, its `local` summed over the workers."""
+        if self.measuring:
+            averaged = sum(_squared_norm(buffer) for buffer in self._buckets)
+            self.pool.add(self._local, averaged)
+            self._local, self._buckets = 0.0, []
+        if not self.estimating:
+            return None
         summed, self._summed = self._summed, None
         if summed is None:
-            raise RuntimeError("no measured backward pass since the last take()")
-        averaged = sum(_squared_norm(p.grad) for p in self._parameters if p.grad is not None)
-        return summed, averaged
+            raise RuntimeError("no estimating backward pass since the last end_update()")
+        pooled = self.pool.take()
+        pooled.local = summed
+        return pooled
 
 
 def _squared_norm(tensor: torch.Tensor) -> float:
@@ -164,12 +187,12 @@ class AdaScale:
         *,
         accumulation_steps: int = 1,
         world_size: int | None = None,
-        measure_every: int = ADASCALE_MEASURE_EVERY,
+        measure_every: int = ADASCALE_ESTIMATE_EVERY,
     ) -> None:
         """`model`: the network whose parameters `optimizer` steps (the DDP module or the
         one it wraps); `world_size`: the process group's, by default; `measure_every`: the
-        steps between measurements of the gain (1: every step), the last one measured taken
-        between."""
+        steps between estimates of the gain (1: every step). Every step is measured; the
+        steps since the last estimate are pooled, and the steps between take the last gain."""
         if accumulation_steps < 1:
             raise ValueError(f"accumulation_steps={accumulation_steps} must be at least 1")
         if measure_every < 1:
@@ -185,7 +208,7 @@ class AdaScale:
         self._every = measure_every
         self._steps = 0
         if self._norms is not None:
-            self._norms.active = True  # the first step is measured
+            self._norms.active = True  # every step is measured
         self.progress = 0.0  # one worker's updates made: the sum of the gains
 
     @property
@@ -202,16 +225,18 @@ class AdaScale:
         self.optimizer.zero_grad(set_to_none=set_to_none)
 
     def step(self) -> float:
-        """Measures the gain from this step's gradients (on every `measure_every`-th step,
-        the first included), steps at lr x gain (the groups' own rates are left as they
-        were) and returns the gain. Every rank measures the same steps: each takes part in
-        the measurement's all-reduce."""
-        if self._noise is not None and self._norms is not None and self._norms.active:
-            local, averaged = self._norms.take()
-            summed = torch.tensor([local], dtype=torch.float64)
-            if self._world_size > 1:
-                dist.all_reduce(summed)
-            self._noise.update(float(summed[0]) / self._scale, averaged)
+        """Measures this step's gradients and, on every `measure_every`-th step (the first
+        included), estimates the gain from the steps measured since the last; steps at
+        lr x gain (the groups' own rates are left as they were) and returns the gain. Every
+        rank estimates at the same steps: each takes part in the estimate's all-reduce."""
+        if self._noise is not None and self._norms is not None:
+            pooled = self._norms.end_update(estimate=self._steps % self._every == 0)
+            if pooled is not None:
+                summed = torch.tensor([pooled.local], dtype=torch.float64)
+                if self._world_size > 1:
+                    dist.all_reduce(summed)
+                pooled.local = float(summed[0])
+                self._noise.add(pooled)
         gain = self.gain
         rates = [group["lr"] for group in self.optimizer.param_groups]
         for group in self.optimizer.param_groups:
@@ -223,17 +248,18 @@ class AdaScale:
                 group["lr"] = rate
         self.progress += gain
         self._steps += 1
-        if self._norms is not None:
-            self._norms.active = self._steps % self._every == 0
         return gain
 
     def state_dict(self) -> dict[str, Any]:
+        """This rank's state. With `measure_every` above 1 it holds this rank's own
+        measurements since the last estimate: save and load each rank's to resume exactly."""
         noise = self._noise
         return {
             "optimizer": self.optimizer.state_dict(),
             "progress": self.progress,
             "estimates": None if noise is None else noise.estimates,
-            "steps": self._steps,  # where the measuring schedule is
+            "steps": self._steps,  # where the estimating schedule is
+            "pooled": None if self._norms is None else self._norms.pool.state,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -243,7 +269,7 @@ class AdaScale:
             self._noise.restore(state.get("estimates"))
         self._steps = int(state.get("steps", 0))  # a state from before sampling: 0
         if self._norms is not None:
-            self._norms.active = self._steps % self._every == 0
+            self._norms.pool.restore(state.get("pooled"))
 
     def close(self) -> None:
         """Removes the hooks from the model's parameters."""

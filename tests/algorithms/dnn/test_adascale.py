@@ -14,11 +14,12 @@ from scaletune.algorithms.dnn._checkpoint import Position
 from scaletune.algorithms.dnn._pace import (
     AdaScalePace,
     FixedPace,
+    estimates_noise,
     measures_noise,
     pace_for,
 )
 from scaletune.algorithms.dnn._schedule import ConstantDecay, CosineDecay, StepDecay
-from scaletune.gradient_noise import ADASCALE_MEASURE_EVERY
+from scaletune.gradient_noise import ADASCALE_ESTIMATE_EVERY, NormPool
 from scaletune.torch import MicroBatchNorms
 
 
@@ -36,6 +37,20 @@ def test_the_gain_of_a_worked_example() -> None:
     noise = _estimate(8, 4, true_sq=0.5, variance=0.25)
     assert noise.b_simple == pytest.approx(4.0)  # tr(Sigma) / |G|^2 = 2 / 0.5
     assert noise.gain == pytest.approx(4 / 3)
+
+
+def test_pooled_updates_weigh_as_many_measurements_as_they_hold() -> None:
+    # Four updates of the same norms, pooled, move the averages as four single ones do.
+    single, pooled = GradientNoiseScale(8, 32), GradientNoiseScale(8, 32)
+    for noise in (single, pooled):
+        noise.update(1.0, 0.4)
+    for _ in range(4):
+        single.update(0.9, 0.3)
+    pooled.add(NormPool(local=4 * 4 * 0.9, averaged=4 * 0.3, updates=4))  # S = 4 each
+    assert pooled.estimates == pytest.approx(single.estimates)
+    before = pooled.estimates
+    pooled.add(NormPool())  # nothing measured since: nothing moves
+    assert pooled.estimates == before
 
 
 @pytest.mark.parametrize("scale", [2, 4, 16])
@@ -143,14 +158,15 @@ def test_micro_batch_norms_see_each_micro_batchs_own_gradient() -> None:
     assert not math.isclose(local / 2, averaged)  # the micro-batches disagree: noise
 
 
-def test_adascale_measures_every_update_or_every_kth_from_its_first_the_noise_scale_16th() -> None:
+def test_adascale_measures_every_update_and_estimates_every_kth_the_noise_scale_samples() -> None:
     adascale = DNNHyperparameters(lr_scaling="adascale")
-    assert adascale.adascale_every_updates == ADASCALE_MEASURE_EVERY == 1
-    assert all(measures_noise(adascale, u) for u in range(5))
-    sampled = DNNHyperparameters(lr_scaling="adascale", adascale_every_updates=8)
-    assert [u for u in range(40) if measures_noise(sampled, u)] == [0, 8, 16, 24, 32]
-    noise_scale = DNNHyperparameters()  # the noise scale alone, a metric
+    assert adascale.adascale_every_updates == ADASCALE_ESTIMATE_EVERY
+    pooled = DNNHyperparameters(lr_scaling="adascale", adascale_every_updates=8)
+    assert all(measures_noise(pooled, u) for u in range(40))
+    assert [u for u in range(40) if estimates_noise(pooled, u)] == [0, 8, 16, 24, 32]
+    noise_scale = DNNHyperparameters()  # the noise scale alone, a metric: sampled
     assert [u for u in range(40) if measures_noise(noise_scale, u)] == [15, 31]
+    assert [u for u in range(40) if estimates_noise(noise_scale, u)] == [15, 31]
     assert not any(measures_noise(DNNHyperparameters(gns_every_updates=0), u) for u in range(40))
     with pytest.raises(ValueError, match="adascale_every_updates"):
         DNNHyperparameters(lr_scaling="adascale", adascale_every_updates=0)

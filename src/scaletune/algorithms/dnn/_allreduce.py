@@ -26,7 +26,15 @@ from ._common import (
     restore_optimizer,
     set_learning_rate,
 )
-from ._pace import Pace, is_adaptive, measure_every, measures_noise, noise_estimate, pace_for
+from ._pace import (
+    Pace,
+    estimates_noise,
+    is_adaptive,
+    measure_every,
+    measures_noise,
+    noise_estimate,
+    pace_for,
+)
 from ._run import DNNRun
 
 # Ranks agree on stopping every this many updates (one tiny all-reduce), and at each epoch's end.
@@ -77,19 +85,26 @@ def _norms(
     if noise is None:
         return None
     if run.ctx.world_size > 1 and run.hyperparameters.gradient_accumulation_steps == 1:
-        return FoldedNorms(model)
+        return FoldedNorms()
     return MicroBatchNorms(model, run.hyperparameters.gradient_accumulation_steps)
 
 
 def _measure(
-    norms: MicroBatchNorms | FoldedNorms, noise: GradientNoiseScale, world_size: int
+    norms: MicroBatchNorms | FoldedNorms,
+    noise: GradientNoiseScale,
+    world_size: int,
+    estimating: bool,
 ) -> None:
+    """After an update's backward passes: its norms pooled, and the estimates updated where
+    due (every rank at the same updates)."""
     if isinstance(norms, FoldedNorms):
-        summed, averaged = norms.take()  # summed in DDP's last bucket
+        pooled = norms.end_update()  # summed in DDP's last bucket
     else:
-        local, averaged = norms.take()
-        summed = _sum_over_ranks([local], world_size)[0]  # the same on every rank
-    noise.update(summed / noise.scale, averaged)
+        pooled = norms.end_update(estimating)
+        if pooled is not None:
+            pooled.local = _sum_over_ranks([pooled.local], world_size)[0]  # the same on all
+    if pooled is not None:
+        noise.add(pooled)
 
 
 def _train(run: DNNRun) -> tuple[nn.Module, int]:
@@ -101,7 +116,7 @@ def _train(run: DNNRun) -> tuple[nn.Module, int]:
     noise = _noise_estimate(run)
     norms = _norms(run, model, noise)
     optimizer = make_optimizer(model.parameters(), hyperparameters)
-    position, tally = _resume(run, model, optimizer, noise)
+    position, tally = _resume(run, model, optimizer, noise, norms)
     # After loading: DDP broadcasts rank 0's weights to the others.
     ddp = DistributedDataParallel(model) if world_size > 1 else None
     if isinstance(norms, FoldedNorms) and ddp is not None:
@@ -118,10 +133,11 @@ def _train(run: DNNRun) -> tuple[nn.Module, int]:
         epoch = position.epoch
         for index, micro_batches, seen in plan.walk(run.train, position):
             measuring = norms is not None and measures_noise(hyperparameters, update)
+            estimating = measuring and estimates_noise(hyperparameters, update)
             if isinstance(norms, MicroBatchNorms):
                 norms.active = measuring
             elif norms is not None:
-                norms.measuring = measuring
+                norms.measuring, norms.estimating = measuring, estimating
             for position_in_update, rows in enumerate(micro_batches):
                 # Gradients of all but the last micro-batch stay local (summed in .grad).
                 last = position_in_update == len(micro_batches) - 1
@@ -130,7 +146,7 @@ def _train(run: DNNRun) -> tuple[nn.Module, int]:
                     backward(loss)
                 tally.add(float(loss.detach()) * len(micro_batches) * len(rows), len(rows))
             if measuring and noise is not None and norms is not None:
-                _measure(norms, noise, world_size)
+                _measure(norms, noise, world_size, estimating)
             scale = pace.scale(progress, noise)
             set_learning_rate(optimizer, pace.schedule.rate(progress, scale))
             optimizer.step()
@@ -149,7 +165,7 @@ def _train(run: DNNRun) -> tuple[nn.Module, int]:
                 stop = by_time = False
             checkpoints = ctx.checkpoints
             if checkpoints is not None and (stop or by_time or checkpoints.step_due(update)):
-                _save(run, model, optimizer, here, tally, noise)
+                _save(run, model, optimizer, here, tally, noise, norms)
             if stop:  # mid-epoch, the epoch under way is not reported as if it were whole
                 return model, reached if closing else reached + 1
             position = here
@@ -202,6 +218,7 @@ def _resume(
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
     noise: GradientNoiseScale | None,
+    norms: MicroBatchNorms | FoldedNorms | None,
 ) -> tuple[Position, LossTally]:
     """Every rank loads the checkpoint this attempt starts from, if any."""
     checkpoints = run.ctx.checkpoints
@@ -217,6 +234,8 @@ def _resume(
     mine = ranks[rank] if rank < len(ranks) else ranks[0]
     if noise is not None:
         noise.restore(mine["noise"])
+    if norms is not None and len(ranks) == run.ctx.world_size:  # at another size: afresh
+        norms.pool.restore(mine.get("pooled"))  # a checkpoint from before pooling: none
     torch.set_rng_state(mine["torch_rng"])
     tally = LossTally(mine["loss_total"], mine["loss_examples"])
     if len(ranks) != run.ctx.world_size:
@@ -238,10 +257,11 @@ def _save(
     position: Position,
     tally: LossTally,
     noise: GradientNoiseScale | None,
+    norms: MicroBatchNorms | FoldedNorms | None,
 ) -> None:
     """Called by every rank at the same update: rank 0 gathers the others' parts and saves."""
     ctx = run.ctx
-    mine = rank_state(tally.total, tally.examples, noise)
+    mine = rank_state(tally.total, tally.examples, noise, None if norms is None else norms.pool)
     ranks: list[dict[str, Any] | None] = [mine]
     if ctx.world_size > 1:
         ranks = [None] * ctx.world_size

@@ -4,7 +4,8 @@ A step is an optimiser update. The batch order is a function of (seed, epoch, ra
 position in the shuffled order is (epoch, updates done in it): a resumed attempt skips that
 many updates of the epoch's order and goes on with the same batches an uninterrupted run
 would (an elastic job's position counts rows instead, the same at any size). Rank 0 saves;
-what differs per rank (its share of the epoch's loss, its gradient-noise estimates, its RNG)
+what differs per rank (its share of the epoch's loss, its gradient-noise estimates and the
+squared norms it measured since the last, its RNG)
 is gathered into the same file."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 import torch
 
-from scaletune.gradient_noise import GradientNoiseScale
+from scaletune.gradient_noise import GradientNoiseScale, NormPool
 
 STATE_FILE = "state.pt"
 
@@ -52,12 +53,16 @@ def unpack(content: bytes) -> dict[str, Any]:
 
 
 def rank_state(
-    tally_total: float, tally_examples: int, noise: GradientNoiseScale | None
+    tally_total: float,
+    tally_examples: int,
+    noise: GradientNoiseScale | None,
+    pooled: NormPool | None = None,
 ) -> dict[str, Any]:
     """This rank's part of a checkpoint."""
     return {
         "loss_total": tally_total,
         "loss_examples": tally_examples,
         "noise": None if noise is None else noise.estimates,
+        "pooled": None if pooled is None else pooled.state,  # measured, not yet estimated
         "torch_rng": torch.get_rng_state(),
     }

@@ -7,7 +7,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from scaletune.gradient_noise import ADASCALE_MEASURE_EVERY
+from scaletune.gradient_noise import ADASCALE_ESTIMATE_EVERY
 
 
 class Architecture(StrEnum):
@@ -25,8 +25,9 @@ class LearningRateScaling(StrEnum):
 
     `linear` is Goyal et al.'s rule for SGD (lr x N, with warm-up); `sqrt` keeps the gradient
     noise per unit of progress constant (lr x sqrt N), the usual choice for Adam. `adascale`
-    (Johnson et al. 2020, SGD) measures the gain from the gradient noise (every
-    `adascale_every_updates`-th update) and counts epochs as one worker's (`_pace`)."""
+    (Johnson et al. 2020, SGD) estimates the gain from the gradient noise (every
+    `adascale_every_updates`-th update, from each update measured since) and counts epochs as
+    one worker's (`_pace`)."""
 
     NONE = "none"
     LINEAR = "linear"
@@ -90,11 +91,11 @@ class DNNHyperparameters(BaseModel):
         "with lr_scaling='adascale', adascale_every_updates sets it",
     )
     adascale_every_updates: int = Field(
-        default=ADASCALE_MEASURE_EVERY,
+        default=ADASCALE_ESTIMATE_EVERY,
         ge=1,
         le=10_000,
-        description="lr_scaling='adascale': measure the gain on every this many updates and "
-        "step at the last one measured between (1: every update)",
+        description="lr_scaling='adascale': estimate the gain on every this many updates, "
+        "from every update measured since, and step at the last one between (1: every update)",
     )
     num_classes: int | None = Field(
         default=None, ge=2, le=100_000, description="from the data's labels when not given"

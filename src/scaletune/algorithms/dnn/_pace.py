@@ -154,7 +154,7 @@ def noise_estimate(hyperparameters: DNNHyperparameters, workers: int) -> Gradien
 
 
 def measure_every(hyperparameters: DNNHyperparameters) -> int:
-    """The updates between two measurements of the noise: AdaScale's setting where the gain
+    """The updates between two estimates of the noise: AdaScale's setting where the gain
     steers the rate, else the noise scale's sampling (0: never)."""
     if is_adaptive(hyperparameters):
         return hyperparameters.adascale_every_updates
@@ -162,8 +162,17 @@ def measure_every(hyperparameters: DNNHyperparameters) -> int:
 
 
 def measures_noise(hyperparameters: DNNHyperparameters, update: int) -> bool:
-    """Whether update `update` (0 the first) is measured. AdaScale measures its first, so that
-    the gain is known from then on; the noise scale alone is sampled at the end of a span."""
+    """Whether update `update`'s (0 the first) squared norms are taken: AdaScale's every
+    update (pooled between its estimates), the noise scale's only where it estimates."""
+    if is_adaptive(hyperparameters):
+        return True
+    return estimates_noise(hyperparameters, update)
+
+
+def estimates_noise(hyperparameters: DNNHyperparameters, update: int) -> bool:
+    """Whether the estimates are updated at update `update`, from the updates measured since
+    the last. AdaScale's first is, so that the gain is known from then on; the noise scale
+    alone is sampled at the end of a span."""
     every = measure_every(hyperparameters)
     if is_adaptive(hyperparameters):
         return update % every == 0
