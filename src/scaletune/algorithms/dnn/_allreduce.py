@@ -28,9 +28,9 @@ from ._common import (
 )
 from ._pace import (
     Pace,
+    estimate_every,
     estimates_noise,
     is_adaptive,
-    measure_every,
     measures_noise,
     noise_estimate,
     pace_for,
@@ -72,7 +72,7 @@ def _process_group(run: DNNRun) -> Iterator[None]:
 
 def _noise_estimate(run: DNNRun) -> GradientNoiseScale | None:
     """The noise estimates, where AdaScale or the noise scale wants them."""
-    if measure_every(run.hyperparameters) == 0:
+    if estimate_every(run.hyperparameters) == 0:
         return None
     return noise_estimate(run.hyperparameters, run.ctx.world_size)
 

@@ -153,7 +153,7 @@ def noise_estimate(hyperparameters: DNNHyperparameters, workers: int) -> Gradien
     return GradientNoiseScale(batch, batch * micro_batches)
 
 
-def measure_every(hyperparameters: DNNHyperparameters) -> int:
+def estimate_every(hyperparameters: DNNHyperparameters) -> int:
     """The updates between two estimates of the noise: AdaScale's setting where the gain
     steers the rate, else the noise scale's sampling (0: never)."""
     if is_adaptive(hyperparameters):
@@ -173,7 +173,7 @@ def estimates_noise(hyperparameters: DNNHyperparameters, update: int) -> bool:
     """Whether the estimates are updated at update `update`, from the updates measured since
     the last. AdaScale's first is, so that the gain is known from then on; the noise scale
     alone is sampled at the end of a span."""
-    every = measure_every(hyperparameters)
+    every = estimate_every(hyperparameters)
     if is_adaptive(hyperparameters):
         return update % every == 0
     return every > 0 and (update + 1) % every == 0
