@@ -19,9 +19,9 @@ BENCH_REQUIREMENTS := benchmarks/tuning/requirements.txt
 BENCH_CONSTRAINTS := benchmarks/tuning/constraints.txt
 # The benchmark environment is not compiled to bytecode when it installs (most of its modules
 # are never imported; compiling them all takes a minute of both cores): its runs compile what
-# they import and keep it under the environment, even where this machine says not to write
-# bytecode, since only make's targets use it.
-BENCH_PYTHON := env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX=$(abspath $(BENCH_VENV))/pycache $(BENCH_VENV)/bin/python
+# they import and keep it (in the __pycache__ folders beside the modules, which git ignores),
+# even where this machine says not to write bytecode.
+BENCH_PYTHON := env -u PYTHONDONTWRITEBYTECODE $(BENCH_VENV)/bin/python
 NAME ?= test_timings
 TEST_WORKERS ?= 2
 ROUNDS ?= 20
