@@ -45,8 +45,8 @@ def user_spec(trials: int, variant: str = "default") -> TuningJobSpec:
     }
     if variant in ("Random", "Bayesian"):
         raw |= {"strategy": variant, "hyperband": None}
-    elif variant == "BOHB":
-        raw["hyperband"]["searcher"] = "BOHB"
+    elif variant in ("BOHB", "LastValueCQR"):
+        raw["hyperband"]["searcher"] = variant
     elif variant == "PBT":
         raw |= {"strategy": "PBT", "hyperband": None, "pbt": {"perturbation_interval": 10}}
         raw["training"]["checkpoint"] = {"enabled": True}

@@ -34,6 +34,7 @@ VARIANTS = (
     "Random",
     "Bayesian",
     "BOHB",
+    "LastValueCQR",
     "PBT",
     "several objectives",
 )
@@ -43,6 +44,7 @@ DESCRIPTIONS = {
     "Random": 'strategy = "Random" (every trial to 100 steps)',
     "Bayesian": 'strategy = "Bayesian" (TPE on arrays; every trial to 100 steps)',
     "BOHB": 'Hyperband, searcher = "BOHB" (a model per rung)',
+    "LastValueCQR": 'Hyperband, searcher = "LastValueCQR" (quantile regression, latest values)',
     "PBT": 'strategy = "PBT", perturbation_interval = 10',
     "several objectives": "Hyperband, objectives AUC and billable seconds (random proposals)",
 }

@@ -52,6 +52,9 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     "LastValueTPE ASHA": _hyperband("LastValueTPE", 1),
     # The same, each rung ranking where the trials' curves point at the end (pow3 forecasts).
     "LastValueTPE ASHA forecast": _hyperband("LastValueTPE", 1, rank_by="forecast"),
+    # The same, proposals from conformalized quantile regression (the model of Syne Tune's
+    # ASHA-CQR) on every trial's latest report.
+    "LastValueCQR ASHA forecast": _hyperband("LastValueCQR", 1, rank_by="forecast"),
     # Each bracket's chance scaled by how well its first rung has ranked as the end.
     "Hyperband adaptive": _hyperband("Random", ALL_BRACKETS, bracket_weights="adaptive"),
     "BOHB adaptive": _hyperband("BOHB", ALL_BRACKETS, bracket_weights="adaptive"),

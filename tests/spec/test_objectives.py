@@ -114,6 +114,14 @@ def test_nsga2_is_a_strategy_of_its_own() -> None:
             ),
             "hyperband.searcher 'LastValueTPE' fits its model on one objective",
         ),
+        (
+            _objectives(
+                AUC,
+                BILLABLE,
+                hyperband={"min_resource": 1, "max_resource": 27, "searcher": "LastValueCQR"},
+            ),
+            "hyperband.searcher 'LastValueCQR' fits its model on one objective",
+        ),
     ],
 )
 def test_bad_objectives_and_constraints_are_refused(raw: dict[str, Any], expected: str) -> None:

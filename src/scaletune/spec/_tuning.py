@@ -67,7 +67,7 @@ class HyperbandType(StrEnum):
     PROMOTION = "promotion"  # it pauses, and resumes from its checkpoint once it ranks there
 
 
-HyperbandSearcher = Literal["Random", "Bayesian", "BOHB", "LastValueTPE"]
+HyperbandSearcher = Literal["Random", "Bayesian", "BOHB", "LastValueTPE", "LastValueCQR"]
 
 
 def default_searcher(multi_objective: bool) -> HyperbandSearcher:
@@ -86,8 +86,10 @@ class HyperbandSpec(Frozen):
     eta: int = Field(default=3, ge=2)
     # Bayesian: TPE on each finished trial's last value (pruned ones by how far they got);
     # BOHB: TPE on the highest rung with enough results; LastValueTPE: independent TPE on
-    # every trial's latest report, running trials included (as Syne Tune's BOHB). None: the
-    # default, `default_searcher` (LastValueTPE with one objective, Random with several).
+    # every trial's latest report, running trials included (as Syne Tune's BOHB);
+    # LastValueCQR: conformalized quantile regression on the same (as Syne Tune's ASHA-CQR).
+    # None: the default, `default_searcher` (LastValueTPE with one objective, Random with
+    # several).
     searcher: HyperbandSearcher | None = None
     type: HyperbandType = HyperbandType.STOPPING
     # How many of Hyperband's brackets, most aggressive first (1: plain asynchronous successive
@@ -341,7 +343,10 @@ class TuningJobSpec(Frozen):
                     "hyperband.type 'promotion' resumes paused trials from their checkpoints: "
                     "training.checkpoint.enabled must be true"
                 )
-            if self.hyperband.searcher in ("BOHB", "LastValueTPE") and self.is_multi_objective:
+            if (
+                self.hyperband.searcher in ("BOHB", "LastValueTPE", "LastValueCQR")
+                and self.is_multi_objective
+            ):
                 raise InvalidInputError(
                     f"hyperband.searcher {self.hyperband.searcher!r} fits its model on one "
                     "objective; with several objectives use 'Random' or 'Bayesian' (MOTPE)"

@@ -76,6 +76,11 @@ class Axis:
     def internal(self, value: object) -> float:
         raise NotImplementedError
 
+    def uniform(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        """Draws from the range's own prior (log-uniform on a log range), as `internal` gives
+        values: for models that compare candidates drawn at random."""
+        raise NotImplementedError
+
 
 def axis_for(distribution: BaseDistribution) -> Axis:
     from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
@@ -147,6 +152,16 @@ class NumericAxis(Axis):
     def external(self, x: float) -> object:
         return int(x) if self.step is not None else float(x)
 
+    def uniform(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        x = rng.uniform(self.lo, self.hi, size)
+        if self.log:
+            x = np.exp(x)
+        if self.step is not None:
+            x = np.clip(
+                self.low + np.round((x - self.low) / self.step) * self.step, self.low, self.high
+            )
+        return np.asarray(x)
+
     def internal(self, value: object) -> float:
         return float(value)  # type: ignore[arg-type]
 
@@ -167,6 +182,9 @@ class CategoricalAxis(Axis):
 
     def internal(self, value: object) -> float:
         return float(self.choices.index(value))
+
+    def uniform(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        return rng.integers(0, len(self.choices), size).astype(float)
 
 
 def _normalised(weights: np.ndarray) -> np.ndarray:
