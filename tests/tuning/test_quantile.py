@@ -74,6 +74,15 @@ def test_proposals_stay_in_their_ranges_on_every_scale_and_never_repeat() -> Non
     assert statistics.mean(np.log10(lr) for lr, _, _ in seen[-15:]) == pytest.approx(-2, abs=1)
 
 
+def test_once_every_candidate_is_proposed_a_new_fit_draws_new_ones() -> None:
+    searcher = QuantileSearcher(RANGES, ObjectiveType.MAXIMIZE, 0, candidates=10)
+    for x, y in np.random.default_rng(0).random((20, 2)):
+        searcher.add_prior({"x": x, "y": y}, _ridge(x, y))
+    proposals = [_xy(searcher.suggest()) for _ in range(25)]  # no value changes meanwhile
+    assert searcher.fits == 3
+    assert len(set(proposals)) == len(proposals)
+
+
 def test_the_same_seed_proposes_the_same_and_another_seed_does_not() -> None:
     def proposals(seed: int) -> list[tuple[float, float]]:
         searcher = _searcher(seed=seed)

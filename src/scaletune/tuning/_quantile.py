@@ -61,8 +61,8 @@ class QuantileSearcher(LastValueSearcher):
         self._quantile_rng = np.random.default_rng([seed, 5])
 
     def _ask_model(self) -> dict[str, object]:
-        if self._pool is None or self._model_is_stale():
-            self._pool = self._fit()
+        if self._pool is None or self._model_is_stale() or self._pool.taken.all():
+            self._pool = self._fit()  # (every candidate proposed: new ones, from a new fit)
         pool = self._pool
         draws = pool.quantiles[
             np.arange(len(pool.quantiles)),
@@ -119,8 +119,8 @@ def _conformal_quantiles(
 
 
 def _in_order(quantiles: np.ndarray) -> np.ndarray:
-    """Quantiles fitted apart can cross; sorted, each row is a distribution again (and the
-    proposals' draws, one value of a row at random, are the same)."""
+    """Quantiles fitted apart can cross; sorted, each row is a distribution again (a
+    proposal's draw, one value of a row at random, is drawn alike either way)."""
     return np.sort(quantiles, axis=1)
 
 
