@@ -32,6 +32,7 @@ OURS = (
     "BOHB ASHA promotion",
     "LastValueTPE ASHA",
     "LastValueTPE ASHA forecast",
+    "LastValueCQR ASHA",
     "LastValueCQR ASHA forecast",
     "Hyperband adaptive",
     "BOHB adaptive",

@@ -55,6 +55,7 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     # The same, proposals from conformalized quantile regression (the model of Syne Tune's
     # ASHA-CQR) on every trial's latest report.
     "LastValueCQR ASHA forecast": _hyperband("LastValueCQR", 1, rank_by="forecast"),
+    "LastValueCQR ASHA": _hyperband("LastValueCQR", 1),  # the same, rungs ranking values
     # Each bracket's chance scaled by how well its first rung has ranked as the end.
     "Hyperband adaptive": _hyperband("Random", ALL_BRACKETS, bracket_weights="adaptive"),
     "BOHB adaptive": _hyperband("BOHB", ALL_BRACKETS, bracket_weights="adaptive"),
