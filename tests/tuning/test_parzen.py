@@ -183,3 +183,17 @@ def test_a_searchers_proposals_through_a_job_are_those_of_the_optuna_study_it_re
             if number % 17 == 0:
                 searcher.observe(TrialResult(number, None))  # failed
     assert arrays.fits == rebuilt.fits > 50
+
+
+def test_uniform_draws_follow_each_ranges_prior() -> None:
+    rng = np.random.default_rng(0)
+    log = axis_for(FloatDistribution(1e-4, 1.0, log=True)).uniform(rng, 20_000)
+    assert log.min() >= 1e-4 and log.max() <= 1.0
+    # log-uniform: each decade about a quarter of the draws, not 90 % in the last one
+    decades = np.histogram(np.log10(log), bins=[-4, -3, -2, -1, 0])[0] / len(log)
+    assert np.allclose(decades, 0.25, atol=0.02)
+    whole = axis_for(IntDistribution(1, 5)).uniform(rng, 20_000)
+    assert set(whole) == {1.0, 2.0, 3.0, 4.0, 5.0}  # the ends as often as the middle
+    assert np.allclose(np.bincount(whole.astype(int))[1:] / len(whole), 0.2, atol=0.02)
+    kinds = axis_for(CategoricalDistribution(["a", "b", "c"])).uniform(rng, 3_000)
+    assert set(kinds) == {0.0, 1.0, 2.0}
