@@ -87,13 +87,20 @@ class MicroBatchNorms:
         averaged = sum(_squared_norm(p.grad) for p in self._parameters if p.grad is not None)
         return local, averaged
 
-    def end_update(self, estimate: bool) -> NormPool | None:
+    def end_update(self, estimate: bool, world_size: int = 1) -> NormPool | None:
         """After an update's backward passes: a measured update goes into the pool; where
-        the gain is estimated, the pool is taken (this worker's part: the caller sums
-        `local` over the workers)."""
+        the gain is estimated, the pool is taken, its `local` summed over the `world_size`
+        workers (one all-reduce, which every worker joins at the same update)."""
         if self.active:
             self.pool.add(*self.take())
-        return self.pool.take() if estimate else None
+        if not estimate:
+            return None
+        pooled = self.pool.take()
+        if world_size > 1:
+            summed = torch.tensor([pooled.local], dtype=torch.float64)
+            dist.all_reduce(summed)
+            pooled.local = float(summed[0])
+        return pooled
 
     def close(self) -> None:
         for handle in self._handles:
@@ -230,12 +237,9 @@ class AdaScale:
         lr x gain (the groups' own rates are left as they were) and returns the gain. Every
         rank estimates at the same steps: each takes part in the estimate's all-reduce."""
         if self._noise is not None and self._norms is not None:
-            pooled = self._norms.end_update(estimate=self._steps % self._every == 0)
+            estimate = self._steps % self._every == 0
+            pooled = self._norms.end_update(estimate, self._world_size)
             if pooled is not None:
-                summed = torch.tensor([pooled.local], dtype=torch.float64)
-                if self._world_size > 1:
-                    dist.all_reduce(summed)
-                pooled.local = float(summed[0])
                 self._noise.add(pooled)
         gain = self.gain
         rates = [group["lr"] for group in self.optimizer.param_groups]

@@ -100,9 +100,7 @@ def _measure(
     if isinstance(norms, FoldedNorms):
         pooled = norms.end_update()  # summed in DDP's last bucket
     else:
-        pooled = norms.end_update(estimating)
-        if pooled is not None:
-            pooled.local = _sum_over_ranks([pooled.local], world_size)[0]  # the same on all
+        pooled = norms.end_update(estimating, world_size)  # the same on every rank
     if pooled is not None:
         noise.add(pooled)
 
