@@ -1,4 +1,6 @@
-"""Model-based proposals for Hyperband from every trial's latest value (as Syne Tune's BOHB).
+"""Model-based proposals for Hyperband from every trial's latest value (as Syne Tune's BOHB):
+the data every such model learns from (`LatestValuesSearcher`), and TPE on them
+(`LastValueSearcher`; conformalized quantile regression is `_quantile`'s).
 
 Under asynchronous successive halving the trials worth learning from are the ones still
 running: the best configurations are the ones promoted furthest, and they are running most
@@ -17,6 +19,7 @@ and a proposal's work does not grow with the number of trials.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -34,18 +37,21 @@ from scaletune.tuning._searchers import (
 FINISHED = math.inf  # the step of a result at full length (a parent job's trial)
 
 
-class LastValueSearcher(SampledSearcher):
+class LatestValuesSearcher(SampledSearcher, ABC):
+    """Each trial's latest value, running trials included, as a model's arrays (a row a
+    trial), with when to refit; proposals random until `n_startup` trials have a value and
+    for `random_fraction` of them after, the model's (`_ask_model`) otherwise."""
+
     def __init__(
         self,
         ranges: Mapping[str, Range],
         objective: ObjectiveType,
         seed: int,
         *,
-        random_fraction: float = 1 / 3,
+        random_fraction: float,
         n_startup: int = 5,
         refit_fraction: float = 1 / 20,
         min_refit: int = 5,
-        candidates: int = 8,  # TPE's draws from l(x) per proposal, the best l(x)/g(x) kept
         first: Sequence[Config] = (),
     ) -> None:
         super().__init__(ranges, seed, first)
@@ -54,7 +60,6 @@ class LastValueSearcher(SampledSearcher):
         self._n_startup = n_startup
         self._refit_fraction = refit_fraction
         self._min_refit = min_refit
-        self._candidates = candidates
         self._coin = np.random.default_rng([seed, 2])
         self._latest: dict[int, tuple[float, float]] = {}  # trial -> (step, value)
         self._failed: set[int] = set()  # left out, whatever they reported (or is replayed)
@@ -142,13 +147,48 @@ class LastValueSearcher(SampledSearcher):
         self._work.fitted_values += len(self._latest)
         return seed
 
+    def _live(self) -> tuple[np.ndarray, np.ndarray]:
+        """The rows with a value: their points, and their losses (the direction applied)."""
+        live = np.flatnonzero(~np.isnan(self._values[: len(self._rows)]))
+        values = self._values[live]
+        return live, -values if self._maximize else values
+
+    @abstractmethod
+    def _ask_model(self) -> dict[str, object]:
+        """A configuration from the model, fitted again first if it is stale."""
+
+
+class LastValueSearcher(LatestValuesSearcher):
+    """TPE on the latest values (module doc)."""
+
+    def __init__(
+        self,
+        ranges: Mapping[str, Range],
+        objective: ObjectiveType,
+        seed: int,
+        *,
+        random_fraction: float = 1 / 3,
+        n_startup: int = 5,
+        refit_fraction: float = 1 / 20,
+        min_refit: int = 5,
+        candidates: int = 8,  # TPE's draws from l(x) per proposal, the best l(x)/g(x) kept
+        first: Sequence[Config] = (),
+    ) -> None:
+        super().__init__(
+            ranges,
+            objective,
+            seed,
+            random_fraction=random_fraction,
+            n_startup=n_startup,
+            refit_fraction=refit_fraction,
+            min_refit=min_refit,
+            first=first,
+        )
+        self._candidates = candidates
+
     def _ask_model(self) -> dict[str, object]:
         if self._model is None or self._model_is_stale():
-            count = len(self._rows)
-            live = np.flatnonzero(~np.isnan(self._values[:count]))
-            values = self._values[live]
-            self._model = ParzenModel(
-                self._axes, self._points[live], -values if self._maximize else values
-            )
+            live, losses = self._live()
+            self._model = ParzenModel(self._axes, self._points[live], losses)
             self._draws = np.random.RandomState(self._fitted())
         return self._model.propose(self._draws, self._candidates, self._work)

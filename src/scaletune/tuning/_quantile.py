@@ -1,7 +1,7 @@
 """Proposals from conformalized quantile regression on every trial's latest value (the model
 of Salinas et al., ICML 2023, that Syne Tune's ASHA-CQR runs), for Hyperband.
 
-The data are `LastValueSearcher`'s: each trial's latest report, running trials included. The
+The data are `LatestValuesSearcher`'s: each trial's latest report, running trials included. The
 model is gradient-boosted trees (XGBoost's quantile loss, one forest for all quantiles) that
 predict a few quantiles of the loss at a configuration; past `CONFORMAL_FROM` trials a tenth
 of them is held out and the outer quantiles widened until they cover it as they claim. A fit
@@ -10,7 +10,7 @@ each proposal then draws one quantile a candidate (a Thompson-like sample of the
 belief) and takes the candidate whose draw is best, never the same one twice. Trees, unlike
 independent TPE, see how the hyperparameters act together.
 
-Fits follow the latest values as `LastValueSearcher`'s do (once a twentieth have changed, five
+Fits follow the latest values as LastValueTPE's do (once a twentieth have changed, five
 at least), on `MAX_FIT_TRIALS` trials at most (a random subset past that), so a fit's cost is
 bounded and a proposal's is a draw over the candidates.
 """
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from scaletune.spec import ObjectiveType, Range
-from scaletune.tuning._lastvalue import LastValueSearcher
+from scaletune.tuning._lastvalue import LatestValuesSearcher
 from scaletune.tuning._searchers import Config
 
 QUANTILES = (1 / 6, 2 / 6, 3 / 6, 4 / 6, 5 / 6)  # symmetric about the median, as CQR's five
@@ -44,7 +44,7 @@ class _Candidates:
     taken: np.ndarray
 
 
-class QuantileSearcher(LastValueSearcher):
+class QuantileSearcher(LatestValuesSearcher):
     def __init__(
         self,
         ranges: Mapping[str, Range],
@@ -79,12 +79,11 @@ class QuantileSearcher(LastValueSearcher):
 
     def _fit(self) -> _Candidates:
         rng = np.random.default_rng(self._fitted())
-        count = len(self._rows)
-        live = np.flatnonzero(~np.isnan(self._values[:count]))
+        live, losses = self._live()
         if len(live) > MAX_FIT_TRIALS:
-            live = np.sort(rng.choice(live, MAX_FIT_TRIALS, replace=False))
+            kept = np.sort(rng.choice(len(live), MAX_FIT_TRIALS, replace=False))
+            live, losses = live[kept], losses[kept]
         points = self._points[live]
-        losses = -self._values[live] if self._maximize else self._values[live]
         candidates = np.column_stack(
             [axis.uniform(rng, self._candidate_count) for axis in self._axes.values()]
         )
