@@ -148,7 +148,7 @@ class LatestValuesSearcher(SampledSearcher, ABC):
         return seed
 
     def _live(self) -> tuple[np.ndarray, np.ndarray]:
-        """The rows with a value: their points, and their losses (the direction applied)."""
+        """The rows with a value (their indices), and their losses (the direction applied)."""
         live = np.flatnonzero(~np.isnan(self._values[: len(self._rows)]))
         values = self._values[live]
         return live, -values if self._maximize else values
