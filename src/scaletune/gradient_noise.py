@@ -20,12 +20,14 @@ from dataclasses import dataclass
 Estimates = tuple[float, float] | None  # |G|^2 and tr(Sigma), smoothed: what a checkpoint keeps
 DECAY = 0.95  # each estimate's moving average, per update measured
 # AdaScale measures every update's squared norms where they are (each worker's own); every
-# this many updates by default the workers pool them (one number summed across them) and the
-# gain is estimated again from all the updates since. Pooled, the estimates average as many
+# this many updates the workers pool them (one number summed across them) and the gain is
+# estimated again from all the updates since. Pooled, the estimates average as many
 # measurements over the same span as when each update's is summed across the workers; only
 # the exchange, and the gain, wait a few updates. (Sampling one update in K instead either
-# averages fewer measurements or lags a rising gain, and the job takes more updates.)
-ADASCALE_ESTIMATE_EVERY = 4
+# averages fewer measurements or lags a rising gain, and the job takes more updates.) By
+# default every update: pooling over 4 cost a 2-worker CNN accuracy on 9 seeds of 10 for no
+# update cost that the noise could tell apart (docs/benchmarks.md, the scale-out rows).
+ADASCALE_ESTIMATE_EVERY = 1
 
 
 @dataclass

@@ -17,7 +17,7 @@ the gradients of one worker's batch averaged per step (workers x accumulated mic
 The gain comes from each micro-batch's own gradient (a hook on each parameter, before DDP
 averages it) and the averaged one (`.grad`), measured on every step, plus one all-reduce of
 one number on every `measure_every`-th step, which estimates the gain from the steps since
-the last (every 4th by default; the steps between take the last gain). With
+the last (every step by default; with a larger one the steps between take the last gain). With
 accumulation, divide each micro-batch's loss by `accumulation_steps`, as usual.
 
 `MicroBatchNorms` is that measurement, which the built-in classifier uses too where a worker
