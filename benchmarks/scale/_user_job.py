@@ -47,6 +47,8 @@ def user_spec(trials: int, variant: str = "default") -> TuningJobSpec:
         raw |= {"strategy": variant, "hyperband": None}
     elif variant in ("BOHB", "LastValueCQR"):
         raw["hyperband"]["searcher"] = variant
+    elif variant == "LastValueCQR, value rungs":
+        raw["hyperband"] |= {"searcher": "LastValueCQR", "rank_by": "value"}
     elif variant == "PBT":
         raw |= {"strategy": "PBT", "hyperband": None, "pbt": {"perturbation_interval": 10}}
         raw["training"]["checkpoint"] = {"enabled": True}

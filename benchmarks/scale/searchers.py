@@ -35,6 +35,7 @@ VARIANTS = (
     "Bayesian",
     "BOHB",
     "LastValueCQR",
+    "LastValueCQR, value rungs",
     "PBT",
     "several objectives",
 )
@@ -45,6 +46,7 @@ DESCRIPTIONS = {
     "Bayesian": 'strategy = "Bayesian" (TPE on arrays; every trial to 100 steps)',
     "BOHB": 'Hyperband, searcher = "BOHB" (a model per rung)',
     "LastValueCQR": 'Hyperband, searcher = "LastValueCQR" (quantile regression, latest values)',
+    "LastValueCQR, value rungs": 'the same, rank_by = "value"',
     "PBT": 'strategy = "PBT", perturbation_interval = 10',
     "several objectives": "Hyperband, objectives AUC and billable seconds (random proposals)",
 }
