@@ -68,6 +68,8 @@ class HyperbandType(StrEnum):
 
 
 HyperbandSearcher = Literal["Random", "Bayesian", "BOHB", "LastValueTPE", "LastValueCQR"]
+# Those whose model fits one objective: refused with several.
+ONE_OBJECTIVE_SEARCHERS: tuple[HyperbandSearcher, ...] = ("BOHB", "LastValueTPE", "LastValueCQR")
 
 
 def default_searcher(multi_objective: bool) -> HyperbandSearcher:
@@ -343,10 +345,7 @@ class TuningJobSpec(Frozen):
                     "hyperband.type 'promotion' resumes paused trials from their checkpoints: "
                     "training.checkpoint.enabled must be true"
                 )
-            if (
-                self.hyperband.searcher in ("BOHB", "LastValueTPE", "LastValueCQR")
-                and self.is_multi_objective
-            ):
+            if self.hyperband.searcher in ONE_OBJECTIVE_SEARCHERS and self.is_multi_objective:
                 raise InvalidInputError(
                     f"hyperband.searcher {self.hyperband.searcher!r} fits its model on one "
                     "objective; with several objectives use 'Random' or 'Bayesian' (MOTPE)"

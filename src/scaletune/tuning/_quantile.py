@@ -56,7 +56,7 @@ class QuantileSearcher(LatestValuesSearcher):
         first: Sequence[Config] = (),
     ) -> None:
         super().__init__(ranges, objective, seed, random_fraction=random_fraction, first=first)
-        self._candidate_count = candidates
+        self._candidates = candidates
         self._pool: _Candidates | None = None
         self._quantile_rng = np.random.default_rng([seed, 5])
 
@@ -85,7 +85,7 @@ class QuantileSearcher(LatestValuesSearcher):
             live, losses = live[kept], losses[kept]
         points = self._points[live]
         candidates = np.column_stack(
-            [axis.uniform(rng, self._candidate_count) for axis in self._axes.values()]
+            [axis.uniform(rng, self._candidates) for axis in self._axes.values()]
         )
         quantiles = _conformal_quantiles(points, losses, candidates, rng)
         return _Candidates(candidates, quantiles, np.zeros(len(candidates), dtype=bool))
