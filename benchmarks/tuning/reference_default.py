@@ -1,19 +1,23 @@
 """The issue's bank goal, seed by seed (issue 16): scaletune's default Hyperband against the
-same search run to the end, and against the default before rungs ranked by forecast.
+same search run to the end, against the default before rungs ranked by forecast, and against
+LastValueCQR proposals either way (issue 52's candidates for the default).
 
 The reference's tuning job (3-worker XGBoost on UCI bank marketing, the 7 ranges, 30 jobs, 4
-in parallel; examples/tuning-bank-marketing.toml), on each seed three ways, in an order that
+in parallel; examples/tuning-bank-marketing.toml), on each seed five ways, in an order that
 turns with the seed so that a drift of the machine touches all alike:
 
 - the full search: random proposals, no early stopping (the yardstick);
 - the default: Hyperband with scaletune's defaults (one bracket, stopping type, LastValueTPE
   proposals, rungs ranking where each trial's curve points at max_resource);
-- the default before: the same, its rungs ranking each trial's value there.
+- the default before: the same, its rungs ranking each trial's value there;
+- LastValueCQR proposals (conformal quantile regression on the trials' latest values), rungs
+  ranking by value, and by forecast.
 
 The goal: the default finds at least the full search's validation AUC at <= 0.25x its
 billable worker-seconds. Paired by seed: the AUC difference with a bootstrap 95 % interval,
-the cost ratio (mean and range), and the seeds on which the default reached the full
-search's AUC; the same figures on seeds 0..2 alone, the three the issue names.
+the cost ratio (mean and range), and the seeds on which each reached the full search's AUC;
+the same figures on seeds 0..2 alone, the three the issue names; each variant's AUC less the
+default's, paired by seed.
 
     .venv/bin/python -m benchmarks.tuning.reference_default --seeds 3    # a quick look
     .venv/bin/python -m benchmarks.tuning.reference_default --seeds 30   # the committed run
@@ -38,12 +42,16 @@ from scaletune.api import Session
 FULL = "full search (random, no early stopping)"
 DEFAULT = "default (rungs rank by forecast)"
 BEFORE = "default before (rungs rank by value)"
+CQR_VALUE = "LastValueCQR, rungs rank by value"
+CQR_FORECAST = "LastValueCQR, rungs rank by forecast"
 # Hyperband's overrides of the example's settings (None: the full search, no Hyperband).
 # The default's are none at all: what a user of the example gets.
 VARIANTS: dict[str, list[str] | None] = {
     FULL: None,
     DEFAULT: [],
     BEFORE: ["hyperband.rank_by='value'"],
+    CQR_VALUE: ["hyperband.searcher=LastValueCQR", "hyperband.rank_by='value'"],
+    CQR_FORECAST: ["hyperband.searcher=LastValueCQR"],
 }
 GOAL_COST = 0.25
 ISSUE_SEEDS = 3
@@ -72,15 +80,19 @@ def main() -> None:
         }
         for name in names
     }
-    gain = paired_interval(
-        np.array(
-            [
-                now["best_validation_auc"] - before["best_validation_auc"]
-                for now, before in zip(runs[DEFAULT], runs[BEFORE], strict=True)
-            ]
-        ),
-        rng,
-    )
+    against_default = {
+        name: paired_interval(
+            np.array(
+                [
+                    other["best_validation_auc"] - default["best_validation_auc"]
+                    for other, default in zip(runs[name], runs[DEFAULT], strict=True)
+                ]
+            ),
+            rng,
+        )
+        for name in names
+        if name not in (FULL, DEFAULT)
+    }
     rows = [
         [
             "run",
@@ -111,10 +123,15 @@ def main() -> None:
     write(
         "tuning_reference_default",
         "The reference's tuning job: scaletune's default Hyperband against the full search",
-        {"settings": vars(args), "results": results, "default_minus_before": gain, "runs": runs},
+        {
+            "settings": vars(args),
+            "results": results,
+            "minus_default": against_default,
+            "runs": runs,
+        },
         rows,
         f"""
-Seeds 0..{args.seeds - 1}; on each, the three runs in an order that turns with the seed. AUC:
+Seeds 0..{args.seeds - 1}; on each, the runs in an order that turns with the seed. AUC:
 mean over seeds (standard deviation); the interval is a paired bootstrap over seeds of the
 run's best validation AUC minus the full search's on the same seed. Cost: billable
 worker-seconds over the full search's on the same seed. Hyperband: one bracket, stopping
@@ -123,8 +140,8 @@ type, LastValueTPE proposals, boosting rounds 1 to 200, eta 3 (rungs at rounds 1
 nothing). Every trial uses 3 workers; the 2-core machine runs up to {args.parallel * 3} worker
 processes at once.
 
-The default minus the default before, paired by seed: AUC {gain["mean"]:+.4f}
-[{gain["low"]:+.4f}, {gain["high"]:+.4f}].
+Each run's best AUC minus the default's, paired by seed [bootstrap 95 % interval]:
+{_minus_default_lines(against_default)}.
 
 The issue's goal: at least the full search's AUC at <= {GOAL_COST}x its cost. {verdict}
 """,
@@ -155,6 +172,13 @@ def _against_full(
         "cost_low": min(ratios),
         "cost_high": max(ratios),
     }
+
+
+def _minus_default_lines(against_default: dict[str, dict[str, float]]) -> str:
+    return "; ".join(
+        f"{name} {gap['mean']:+.4f} [{gap['low']:+.4f}, {gap['high']:+.4f}]"
+        for name, gap in against_default.items()
+    )
 
 
 def _verdict(figures: dict[str, Any]) -> str:
