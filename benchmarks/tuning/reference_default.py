@@ -137,8 +137,8 @@ run's best validation AUC minus the full search's on the same seed. Cost: billab
 worker-seconds over the full search's on the same seed. Hyperband: one bracket, stopping
 type, LastValueTPE proposals unless the run names LastValueCQR, boosting rounds 1 to 200, eta
 3 (rungs at rounds 1, 3, 9, 27, 81; ranking by forecast, rounds 1 and 3 come before the 4
-reports a forecast needs and judge nothing). Every trial uses 3 workers; the 2-core machine runs up to {args.parallel * 3} worker
-processes at once.
+reports a forecast needs and judge nothing). Every trial uses 3 workers; the 2-core machine
+runs up to {args.parallel * 3} worker processes at once.
 
 Each run's best AUC minus the default's, paired by seed [bootstrap 95 % interval]:
 {_minus_default_lines(against_default)}.
