@@ -34,6 +34,7 @@ OURS = (
     "LastValueTPE ASHA forecast",
     "LastValueCQR ASHA",
     "LastValueCQR ASHA forecast",
+    "LastValueTPEThenCQR ASHA forecast",
     "Hyperband adaptive",
     "BOHB adaptive",
 )

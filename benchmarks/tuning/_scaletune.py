@@ -56,6 +56,8 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     # ASHA-CQR) on every trial's latest report.
     "LastValueCQR ASHA forecast": _hyperband("LastValueCQR", 1, rank_by="forecast"),
     "LastValueCQR ASHA": _hyperband("LastValueCQR", 1),  # the same, rungs ranking values
+    # LastValueTPE's proposals until 32 trials have values, LastValueCQR's after.
+    "LastValueTPEThenCQR ASHA forecast": _hyperband("LastValueTPEThenCQR", 1, rank_by="forecast"),
     # Each bracket's chance scaled by how well its first rung has ranked as the end.
     "Hyperband adaptive": _hyperband("Random", ALL_BRACKETS, bracket_weights="adaptive"),
     "BOHB adaptive": _hyperband("BOHB", ALL_BRACKETS, bracket_weights="adaptive"),

@@ -122,6 +122,18 @@ def test_nsga2_is_a_strategy_of_its_own() -> None:
             ),
             "hyperband.searcher 'LastValueCQR' fits its model on one objective",
         ),
+        (
+            _objectives(
+                AUC,
+                BILLABLE,
+                hyperband={
+                    "min_resource": 1,
+                    "max_resource": 27,
+                    "searcher": "LastValueTPEThenCQR",
+                },
+            ),
+            "hyperband.searcher 'LastValueTPEThenCQR' fits its model on one objective",
+        ),
     ],
 )
 def test_bad_objectives_and_constraints_are_refused(raw: dict[str, Any], expected: str) -> None:

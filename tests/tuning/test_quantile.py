@@ -17,8 +17,15 @@ from scaletune.spec import (
     Scaling,
     tuning_spec_from_dict,
 )
-from scaletune.tuning import Suggestion
-from scaletune.tuning._quantile import QUANTILES, QuantileSearcher, _conformal_quantiles
+from scaletune.tuning import Suggestion, _quantile
+from scaletune.tuning._lastvalue import LastValueSearcher
+from scaletune.tuning._quantile import (
+    CONFORMAL_FROM,
+    QUANTILES,
+    QuantileSearcher,
+    TPEThenQuantileSearcher,
+    _conformal_quantiles,
+)
 from scaletune.tuning._strategy import make_searcher
 from tests.simulated import late_mean_x
 from tests.spec.test_tuning_spec import _raw
@@ -83,6 +90,46 @@ def test_once_every_candidate_is_proposed_a_new_fit_draws_new_ones() -> None:
     assert len(set(proposals)) == len(proposals)
 
 
+def _trials_with_values(count: int) -> tuple[QuantileSearcher, list[int]]:
+    searcher = QuantileSearcher(RANGES, ObjectiveType.MAXIMIZE, 0, candidates=50)
+    numbers = []
+    for _ in range(count):
+        suggestion = searcher.suggest()
+        numbers.append(suggestion.number)
+        searcher.on_report(suggestion.number, 1, _ridge(*_xy(suggestion)))
+    return searcher, numbers
+
+
+def test_running_trials_reports_refit_the_model_while_there_are_few_trials() -> None:
+    searcher, numbers = _trials_with_values(40)
+    assert searcher._fitted_on < _quantile.NEW_TRIALS_ONLY_FROM
+    fits = searcher.fits
+    for number in numbers[:5]:  # five trials go on: a value each changed, no new trial
+        searcher.on_report(number, 2, -0.5)
+    searcher.suggest()
+    assert searcher.fits == fits + 1
+
+
+def test_past_many_trials_only_new_trials_refit_the_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_quantile, "NEW_TRIALS_ONLY_FROM", 40)  # many, for a test
+    searcher, numbers = _trials_with_values(80)
+    fits, fitted_on = searcher.fits, searcher._fitted_on
+    assert fitted_on >= 40
+    for number in numbers:  # every trial goes on: all the values changed
+        searcher.on_report(number, 2, -0.5)
+    searcher.suggest()  # a new trial, without a value yet
+    assert searcher.fits == fits
+    since = len(numbers) - fitted_on  # trials with values that came after the fit
+    for _ in range(fitted_on // 20 - since):
+        assert searcher.fits == fits
+        suggestion = searcher.suggest()
+        searcher.on_report(suggestion.number, 1, -0.5)
+    searcher.suggest()
+    assert searcher.fits == fits + 1
+
+
 def test_the_same_seed_proposes_the_same_and_another_seed_does_not() -> None:
     def proposals(seed: int) -> list[tuple[float, float]]:
         searcher = _searcher(seed=seed)
@@ -111,10 +158,27 @@ def test_past_enough_trials_the_outer_quantiles_are_widened_to_cover_held_out_tr
     assert 0.55 < covered.mean() < 0.9
 
 
-def test_a_tuning_file_names_it() -> None:
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [("LastValueCQR", QuantileSearcher), ("LastValueTPEThenCQR", TPEThenQuantileSearcher)],
+)
+def test_a_tuning_file_names_it(name: str, kind: type[QuantileSearcher]) -> None:
     # (with several objectives it is refused: tests/spec/test_objectives.py)
-    raw = _raw(hyperband={"max_resource": 9, "searcher": "LastValueCQR"})
-    assert isinstance(make_searcher(tuning_spec_from_dict(raw)), QuantileSearcher)
+    raw = _raw(hyperband={"max_resource": 9, "searcher": name})
+    assert type(make_searcher(tuning_spec_from_dict(raw))) is kind
+
+
+def test_the_hand_off_proposes_as_lastvalue_tpe_until_enough_trials_then_by_quantiles() -> None:
+    tpe = LastValueSearcher(RANGES, ObjectiveType.MAXIMIZE, 7)
+    hand_off = TPEThenQuantileSearcher(RANGES, ObjectiveType.MAXIMIZE, 7)
+    for number in range(CONFORMAL_FROM + 10):
+        ours, theirs = hand_off.suggest(), tpe.suggest()
+        if number < CONFORMAL_FROM:  # fewer trials with values: TPE's, draw for draw
+            assert ours == theirs
+        hand_off.on_report(ours.number, 1, _ridge(*_xy(ours)))
+        tpe.on_report(theirs.number, 1, _ridge(*_xy(theirs)))
+    assert hand_off._pool is not None  # the quantile regression has been fitted
+    assert ours != theirs
 
 
 def test_quantile_proposals_in_a_simulated_hyperband_job(tmp_path: Path) -> None:

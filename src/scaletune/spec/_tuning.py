@@ -67,9 +67,16 @@ class HyperbandType(StrEnum):
     PROMOTION = "promotion"  # it pauses, and resumes from its checkpoint once it ranks there
 
 
-HyperbandSearcher = Literal["Random", "Bayesian", "BOHB", "LastValueTPE", "LastValueCQR"]
+HyperbandSearcher = Literal[
+    "Random", "Bayesian", "BOHB", "LastValueTPE", "LastValueCQR", "LastValueTPEThenCQR"
+]
 # Those whose model fits one objective: refused with several.
-ONE_OBJECTIVE_SEARCHERS: tuple[HyperbandSearcher, ...] = ("BOHB", "LastValueTPE", "LastValueCQR")
+ONE_OBJECTIVE_SEARCHERS: tuple[HyperbandSearcher, ...] = (
+    "BOHB",
+    "LastValueTPE",
+    "LastValueCQR",
+    "LastValueTPEThenCQR",
+)
 
 
 def default_searcher(multi_objective: bool) -> HyperbandSearcher:
@@ -89,7 +96,8 @@ class HyperbandSpec(Frozen):
     # Bayesian: TPE on each finished trial's last value (pruned ones by how far they got);
     # BOHB: TPE on the highest rung with enough results; LastValueTPE: independent TPE on
     # every trial's latest report, running trials included (as Syne Tune's BOHB);
-    # LastValueCQR: conformalized quantile regression on the same (as Syne Tune's ASHA-CQR).
+    # LastValueCQR: conformalized quantile regression on the same (as Syne Tune's ASHA-CQR);
+    # LastValueTPEThenCQR: LastValueTPE's until 32 trials have values, LastValueCQR's after.
     # None: the default, `default_searcher` (LastValueTPE with one objective, Random with
     # several).
     searcher: HyperbandSearcher | None = None

@@ -35,6 +35,8 @@ from scaletune.tuning._searchers import (
 )
 
 FINISHED = math.inf  # the step of a result at full length (a parent job's trial)
+TPE_RANDOM_FRACTION = 1 / 3  # of the proposals once there is a model, as BOHB's
+TPE_CANDIDATES = 8  # TPE's draws from l(x) per proposal, the best l(x)/g(x) kept
 
 
 class LatestValuesSearcher(SampledSearcher, ABC):
@@ -78,7 +80,10 @@ class LatestValuesSearcher(SampledSearcher, ABC):
         number = len(self._params)
         if number < len(self._first):  # tried first, before any model or random draw
             params = dict(self._first[number])
-        elif len(self._latest) < self._n_startup or self._coin.random() < self._random_fraction:
+        elif (
+            len(self._latest) < self._n_startup
+            or self._coin.random() < self._share_of_random_proposals()
+        ):
             params = self._random.ask(self._distributions).params
         else:
             params = self._ask_model()
@@ -135,6 +140,18 @@ class LatestValuesSearcher(SampledSearcher, ABC):
             for number, (_, value) in self._latest.items()
         ]
 
+    def _share_of_random_proposals(self) -> float:
+        return self._random_fraction
+
+    def _ask_parzen(self, candidates: int) -> dict[str, object]:
+        """TPE's proposal on the latest values, the best of `candidates` draws from l(x), the
+        model fitted again first if it is stale."""
+        if self._model is None or self._model_is_stale():
+            live, losses = self._live()
+            self._model = ParzenModel(self._axes, self._points[live], losses)
+            self._draws = np.random.RandomState(self._fitted())
+        return self._model.propose(self._draws, candidates, self._work)
+
     def _model_is_stale(self) -> bool:
         return self._changes >= max(self._min_refit, int(self._refit_fraction * self._fitted_on))
 
@@ -167,11 +184,11 @@ class LastValueSearcher(LatestValuesSearcher):
         objective: ObjectiveType,
         seed: int,
         *,
-        random_fraction: float = 1 / 3,
+        random_fraction: float = TPE_RANDOM_FRACTION,
         n_startup: int = 5,
         refit_fraction: float = 1 / 20,
         min_refit: int = 5,
-        candidates: int = 8,  # TPE's draws from l(x) per proposal, the best l(x)/g(x) kept
+        candidates: int = TPE_CANDIDATES,
         first: Sequence[Config] = (),
     ) -> None:
         super().__init__(
@@ -187,8 +204,4 @@ class LastValueSearcher(LatestValuesSearcher):
         self._candidates = candidates
 
     def _ask_model(self) -> dict[str, object]:
-        if self._model is None or self._model_is_stale():
-            live, losses = self._live()
-            self._model = ParzenModel(self._axes, self._points[live], losses)
-            self._draws = np.random.RandomState(self._fitted())
-        return self._model.propose(self._draws, self._candidates, self._work)
+        return self._ask_parzen(self._candidates)

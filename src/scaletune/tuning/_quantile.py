@@ -11,8 +11,12 @@ belief) and takes the candidate whose draw is best, never the same one twice. Tr
 independent TPE, see how the hyperparameters act together.
 
 Fits follow the latest values as LastValueTPE's do (once a twentieth have changed, five
-at least), on `MAX_FIT_TRIALS` trials at most (a random subset past that), so a fit's cost is
-bounded and a proposal's is a draw over the candidates.
+at least) until `NEW_TRIALS_ONLY_FROM` trials have values, then once the trials have grown by a
+twentieth: a fit costs a forest, not a Parzen count, and with rungs that let trials run, every
+report of a running trial is a change, so the first rule refits every few trials however many
+there are. Past that many trials a running trial's newer value moves the model little. Fits
+use `MAX_FIT_TRIALS` trials at most (a random subset past that), so a fit's cost is bounded
+and a proposal's is a draw over the candidates.
 """
 
 from __future__ import annotations
@@ -24,13 +28,20 @@ from typing import Any
 import numpy as np
 
 from scaletune.spec import ObjectiveType, Range
-from scaletune.tuning._lastvalue import LatestValuesSearcher
+from scaletune.tuning._lastvalue import (
+    TPE_CANDIDATES,
+    TPE_RANDOM_FRACTION,
+    LatestValuesSearcher,
+)
 from scaletune.tuning._searchers import Config
 
 QUANTILES = (1 / 6, 2 / 6, 3 / 6, 4 / 6, 5 / 6)  # symmetric about the median, as CQR's five
 CONFORMAL_FROM = 32  # trials before a tenth is held out to widen the outer quantiles
 HELD_OUT = 0.1
 MAX_FIT_TRIALS = 2048
+# Trials with values from which only new trials count towards a refit (module doc); the
+# LCBench jobs the searcher was measured on stay below it (under 100 trials).
+NEW_TRIALS_ONLY_FROM = 256
 ROUNDS = 100  # boosting rounds of depth-3 trees (scikit-learn's gradient boosting defaults)
 
 
@@ -77,6 +88,11 @@ class QuantileSearcher(LatestValuesSearcher):
             for column, (name, axis) in enumerate(self._axes.items())
         }
 
+    def _model_is_stale(self) -> bool:
+        if self._fitted_on < NEW_TRIALS_ONLY_FROM:
+            return super()._model_is_stale()
+        return len(self._latest) - self._fitted_on >= int(self._refit_fraction * self._fitted_on)
+
     def _fit(self) -> _Candidates:
         rng = np.random.default_rng(self._fitted())
         live, losses = self._live()
@@ -89,6 +105,21 @@ class QuantileSearcher(LatestValuesSearcher):
         )
         quantiles = _conformal_quantiles(points, losses, candidates, rng)
         return _Candidates(candidates, quantiles, np.zeros(len(candidates), dtype=bool))
+
+
+class TPEThenQuantileSearcher(QuantileSearcher):
+    """LastValueTPE's proposals until `CONFORMAL_FROM` trials have values, then the quantile
+    regression's: before then its trees fit few trials and no held-out ones check their
+    quantiles. A job of fewer trials is LastValueTPE's throughout, proposal for proposal."""
+
+    def _share_of_random_proposals(self) -> float:
+        return TPE_RANDOM_FRACTION if self._tpe_proposes() else super()._share_of_random_proposals()
+
+    def _ask_model(self) -> dict[str, object]:
+        return self._ask_parzen(TPE_CANDIDATES) if self._tpe_proposes() else super()._ask_model()
+
+    def _tpe_proposes(self) -> bool:
+        return len(self._latest) < CONFORMAL_FROM
 
 
 def _conformal_quantiles(

@@ -15,7 +15,7 @@ from scaletune.tuning._lastvalue import LastValueSearcher
 from scaletune.tuning._multifidelity import RungModelSearcher
 from scaletune.tuning._pbt import PopulationBasedTraining
 from scaletune.tuning._pbt_synchronous import SynchronousPopulationBasedTraining
-from scaletune.tuning._quantile import QuantileSearcher
+from scaletune.tuning._quantile import QuantileSearcher, TPEThenQuantileSearcher
 from scaletune.tuning._schedulers import FIFOScheduler, MedianStoppingScheduler, Scheduler
 from scaletune.tuning._searchers import (
     GridSearcher,
@@ -112,6 +112,8 @@ def make_searcher(spec: TuningJobSpec) -> Searcher:
         return LastValueSearcher(ranges, objective, seed, first=first)
     if searcher == "LastValueCQR":
         return QuantileSearcher(ranges, objective, seed, first=first)
+    if searcher == "LastValueTPEThenCQR":
+        return TPEThenQuantileSearcher(ranges, objective, seed, first=first)
     if spec.strategy is Strategy.BAYESIAN or searcher == "Bayesian":
         if objectives:  # MOTPE: Optuna's, its good group the best non-dominated fronts
             return bayesian_searcher(ranges, objective, seed, objectives=objectives, first=first)
