@@ -45,8 +45,10 @@ def user_spec(trials: int, variant: str = "default") -> TuningJobSpec:
     }
     if variant in ("Random", "Bayesian"):
         raw |= {"strategy": variant, "hyperband": None}
-    elif variant in ("BOHB", "LastValueCQR"):
+    elif variant in ("BOHB", "LastValueTPE", "LastValueCQR"):
         raw["hyperband"]["searcher"] = variant
+    elif variant == "before":  # LastValueTPE's, its model an Optuna study (searchers.py)
+        raw["hyperband"]["searcher"] = "LastValueTPE"
     elif variant == "LastValueCQR, value rungs":
         raw["hyperband"] |= {"searcher": "LastValueCQR", "rank_by": "value"}
     elif variant == "PBT":

@@ -2,10 +2,10 @@
 
 The job: two ranges, curves of 100 steps, 16 trials at a time, on a fresh SQLite store;
 nothing pinned but the sizes (`benchmarks/scale/_user_job.py`). A row for the default
-(Hyperband, LastValueTPE proposals, forecast rungs) and one for each other searcher, at
-1,000 / 10,000 / 100,000 trials, plus the default's searcher as it was (an Optuna study
-rebuilt at each fit), side by side in one run. Each run is its own process, capped in wall
-time: past the cap, the rate over the trials finished so far.
+(Hyperband, LastValueTPEThenCQR proposals, forecast rungs) and one for each other searcher,
+at 1,000 / 10,000 / 100,000 trials, plus LastValueTPE as it was (an Optuna study rebuilt at
+each fit), side by side in one run. Each run is its own process, capped in wall time: past
+the cap, the rate over the trials finished so far.
 
     python -m benchmarks.scale.searchers --cap 300                # every row, 1k and 10k
     python -m benchmarks.scale.searchers --sizes 100000 --only default --only Random \
@@ -30,6 +30,7 @@ from benchmarks._report import write
 
 VARIANTS = (
     "default",
+    "LastValueTPE",
     "before",
     "Random",
     "Bayesian",
@@ -40,8 +41,9 @@ VARIANTS = (
     "several objectives",
 )
 DESCRIPTIONS = {
-    "default": "Hyperband, nothing set (LastValueTPE, forecast rungs)",
-    "before": "the default with its searcher as it was: an Optuna study rebuilt at each fit",
+    "default": "Hyperband, nothing set (LastValueTPEThenCQR, forecast rungs)",
+    "LastValueTPE": 'Hyperband, searcher = "LastValueTPE" (the default before)',
+    "before": "LastValueTPE as it was: an Optuna study rebuilt at each fit",
     "Random": 'strategy = "Random" (every trial to 100 steps)',
     "Bayesian": 'strategy = "Bayesian" (TPE on arrays; every trial to 100 steps)',
     "BOHB": 'Hyperband, searcher = "BOHB" (a model per rung)',

@@ -39,18 +39,21 @@ OURS = (
     "BOHB adaptive",
 )
 CONTROL = "scaletune HyperbandScheduler on Ray's draws (control)"
-# Hyperband with scaletune's default settings: one bracket, stopping, LastValueTPE proposals,
-# rungs ranking by forecast (before these measurements: random proposals, "ASHA", then
-# LastValueTPE with rungs ranking values)
-DEFAULT = "LastValueTPE ASHA forecast"
-VALUE_RANKED = "LastValueTPE ASHA"  # the default but for its rungs: each trial's value there
+# Hyperband with scaletune's default settings: one bracket, stopping, LastValueTPE proposals
+# until 32 trials have values and LastValueCQR's after, rungs ranking by forecast (before
+# these measurements: random proposals, "ASHA", then LastValueTPE with rungs ranking values,
+# then the same with rungs ranking forecasts)
+DEFAULT = "LastValueTPEThenCQR ASHA forecast"
+TPE_THROUGHOUT = "LastValueTPE ASHA forecast"  # the default but for the hand-off to CQR
+VALUE_RANKED = "LastValueTPE ASHA"  # TPE_THROUGHOUT but for its rungs: each trial's value there
 RANDOM_PROPOSALS = "ASHA"  # VALUE_RANKED's scheduler with random proposals
 # What each part of the default adds: (a method, the same without that part, the part, what
 # stands in for it, the seed of a bootstrap generator of its own, so that no row moves
 # another's interval).
 ABLATIONS = (
     (VALUE_RANKED, RANDOM_PROPOSALS, "the model", "random proposals instead", 1),
-    (DEFAULT, VALUE_RANKED, "ranking by forecast", "rungs ranking values instead", 2),
+    (TPE_THROUGHOUT, VALUE_RANKED, "ranking by forecast", "rungs ranking values instead", 2),
+    (DEFAULT, TPE_THROUGHOUT, "the hand-off to CQR", "LastValueTPE throughout", 3),
 )
 TOP_K = "Top-K after the first rung (baseline)"
 PEERS = (

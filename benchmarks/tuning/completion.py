@@ -33,7 +33,7 @@ from benchmarks.tuning._scaletune import tuning_spec
 from scaletune.simulation import simulate_tuning
 from scaletune.store import Store
 
-METHOD = "LastValueTPE ASHA forecast"  # scaletune's default
+METHOD = "LastValueTPE ASHA forecast"  # scaletune's default when the rules were measured
 FULL = "the full budget (no rule)"
 # Each rule's [completion] table; min_improvement_per_cost in accuracy points (percent) per
 # billable worker-hour.

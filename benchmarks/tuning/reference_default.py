@@ -8,7 +8,8 @@ turns with the seed so that a drift of the machine touches all alike:
 
 - the full search: random proposals, no early stopping (the yardstick);
 - the default: Hyperband with scaletune's defaults (one bracket, stopping type, LastValueTPE
-  proposals, rungs ranking where each trial's curve points at max_resource);
+  proposals, the default's own on jobs of fewer than 32 trials; rungs ranking where each
+  trial's curve points at max_resource);
 - the default before: the same, its rungs ranking each trial's value there;
 - LastValueCQR proposals (conformal quantile regression on the trials' latest values), rungs
   ranking by value, and by forecast.

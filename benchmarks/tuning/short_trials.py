@@ -7,7 +7,7 @@ the 4 reports a forecast needs, so with ranking by forecast (the default) the ru
 values there.
 Three tuning jobs a seed:
 
-- Hyperband with its defaults (LastValueTPE proposals, ranked by forecast);
+- Hyperband with its defaults (LastValueTPE proposals on 12 trials, ranked by forecast);
 - Hyperband with Random proposals: the same configurations as the next, so that the two
   differ in the stopping alone;
 - Random search without early stopping.

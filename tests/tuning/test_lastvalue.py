@@ -9,6 +9,7 @@ from typing import Any
 from scaletune.spec import ContinuousRange, ObjectiveType, TuningJobSpec, tuning_spec_from_dict
 from scaletune.tuning import Suggestion, TrialResult
 from scaletune.tuning._lastvalue import LastValueSearcher
+from scaletune.tuning._quantile import TPEThenQuantileSearcher
 from scaletune.tuning._searchers import OptunaSearcher
 from scaletune.tuning._strategy import make_searcher
 from tests.simulated import late_mean_x
@@ -141,13 +142,13 @@ def _stored_and_loaded(raw: dict[str, Any]) -> TuningJobSpec:
     return TuningJobSpec.model_validate(tuning_spec_from_dict(raw).model_dump(mode="json"))
 
 
-def test_hyperband_proposes_with_last_value_tpe_by_default_random_with_several_objectives() -> None:
+def test_hyperband_proposes_tpe_then_cqr_by_default_random_with_several_objectives() -> None:
     one = _stored_and_loaded(_raw())
     assert one.hyperband is not None and one.hyperband.searcher is None
-    assert one.hyperband_searcher == "LastValueTPE"
-    assert isinstance(make_searcher(one), LastValueSearcher)
+    assert one.hyperband_searcher == "LastValueTPEThenCQR"
+    assert isinstance(make_searcher(one), TPEThenQuantileSearcher)
     several = _stored_and_loaded(_objectives(AUC, BILLABLE))
-    assert several.hyperband_searcher == "Random"  # LastValueTPE models one objective
+    assert several.hyperband_searcher == "Random"  # its models fit one objective
     assert _is_random(make_searcher(several))
     # A job that named its searcher (as every job stored before this default did) keeps it.
     named = _stored_and_loaded(_raw(hyperband={"max_resource": 27, "searcher": "Random"}))

@@ -108,11 +108,11 @@ def make_searcher(spec: TuningJobSpec) -> Searcher:
         )
         levels = [rung for rungs in brackets for rung in rungs] + [hyperband.max_resource]
         return RungModelSearcher(ranges, objective, seed, levels, first=first)
-    if searcher == "LastValueTPE":  # Hyperband's default with one objective
+    if searcher == "LastValueTPE":
         return LastValueSearcher(ranges, objective, seed, first=first)
     if searcher == "LastValueCQR":
         return QuantileSearcher(ranges, objective, seed, first=first)
-    if searcher == "LastValueTPEThenCQR":
+    if searcher == "LastValueTPEThenCQR":  # Hyperband's default with one objective
         return TPEThenQuantileSearcher(ranges, objective, seed, first=first)
     if spec.strategy is Strategy.BAYESIAN or searcher == "Bayesian":
         if objectives:  # MOTPE: Optuna's, its good group the best non-dominated fronts
