@@ -8,7 +8,9 @@ of them is held out and the outer quantiles widened until they cover it as they 
 draws `candidates` configurations from the ranges' priors and predicts their quantiles once;
 each proposal then draws one quantile a candidate (a Thompson-like sample of the model's
 belief) and takes the candidate whose draw is best, never the same one twice. Trees, unlike
-independent TPE, see how the hyperparameters act together.
+independent TPE, see how the hyperparameters act together. `TPEThenQuantileSearcher`,
+Hyperband's default, proposes with LastValueTPE's model until `CONFORMAL_FROM` trials have
+values.
 
 Fits follow the latest values as LastValueTPE's do (once a twentieth have changed, five
 at least) until `NEW_TRIALS_ONLY_FROM` trials have values, then once the trials have grown by a
