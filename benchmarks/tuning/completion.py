@@ -1,7 +1,7 @@
 """Completion rules on LCBench (issue 52): billable seconds saved against regret added.
 
-scaletune's default (LastValueTPE ASHA ranking forecasts) runs each task's committed budget
-(the harness's time model: 4 trials at a time, 10 median-length full trials per worker), once
+scaletune's default (LastValueTPEThenCQR ASHA ranking forecasts) runs each task's committed
+budget (the harness's time model: 4 trials at a time, 10 median-length full trials per worker), once
 without a completion rule and once with each rule, on the same seed. A rule's run is the full
 run cut short where the rule ends it (the same proposals and decisions until then), so the
 pair measures the rule alone: the billable worker-seconds it saved, and the validation
@@ -28,12 +28,13 @@ from typing import Any
 import numpy as np
 
 from benchmarks._report import paired_interval, write
+from benchmarks.tuning._lcbench_results import DEFAULT
 from benchmarks.tuning._problem import ALL_TASKS, METRIC, Task, load_task, stream_seed
 from benchmarks.tuning._scaletune import tuning_spec
 from scaletune.simulation import simulate_tuning
 from scaletune.store import Store
 
-METHOD = "LastValueTPE ASHA forecast"  # scaletune's default when the rules were measured
+METHOD = DEFAULT  # scaletune's default (its runs: LastValueTPE ASHA forecast until 2026-12-07)
 FULL = "the full budget (no rule)"
 # Each rule's [completion] table; min_improvement_per_cost in accuracy points (percent) per
 # billable worker-hour.
