@@ -82,15 +82,7 @@ def main() -> None:
         for name in names
     }
     against_default = {
-        name: paired_interval(
-            np.array(
-                [
-                    other["best_validation_auc"] - default["best_validation_auc"]
-                    for other, default in zip(runs[name], runs[DEFAULT], strict=True)
-                ]
-            ),
-            rng,
-        )
+        name: paired_interval(_auc_minus(runs[name], runs[DEFAULT]), rng)
         for name in names
         if name not in (FULL, DEFAULT)
     }
@@ -157,12 +149,7 @@ def _against_full(
         float(entry["billable_seconds"]) / float(yardstick["billable_seconds"])
         for entry, yardstick in zip(entries, full, strict=True)
     ]
-    gaps = np.array(
-        [
-            auc - float(yardstick["best_validation_auc"])
-            for auc, yardstick in zip(aucs, full, strict=True)
-        ]
-    )
+    gaps = _auc_minus(entries, full)
     return {
         "seeds": len(aucs),
         "auc": statistics.fmean(aucs),
@@ -173,6 +160,16 @@ def _against_full(
         "cost_low": min(ratios),
         "cost_high": max(ratios),
     }
+
+
+def _auc_minus(entries: list[dict[str, Any]], others: list[dict[str, Any]]) -> np.ndarray:
+    """Each seed's best validation AUC less the other run's on the same seed."""
+    return np.array(
+        [
+            float(entry["best_validation_auc"]) - float(other["best_validation_auc"])
+            for entry, other in zip(entries, others, strict=True)
+        ]
+    )
 
 
 def _minus_default_lines(against_default: dict[str, dict[str, float]]) -> str:
